@@ -1,0 +1,61 @@
+import { Scalar } from "@scalar/hono-api-reference";
+import { authenticate } from "./auth/authenticate";
+import { registerLogin } from "./auth/login-routes";
+import { registerAvailableColumns } from "./columns/available-columns-route";
+import { createRouter } from "./http/create-router";
+import { notFoundHandler, onError } from "./http/errors";
+import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
+import { jsonBody, requestId } from "./http/middleware";
+import { registerIngest } from "./ingest/ingest-routes";
+import { registerProjects } from "./projects/projects-routes";
+import { registerRuns } from "./projects/runs-routes";
+
+/** Routes that need no credentials, served at the root and under /v2. */
+function publicRoutes() {
+  const router = createRouter();
+  registerHealthcheck(router);
+  registerLogin(router);
+  return router;
+}
+
+/** Everything under /v2 that needs a principal. */
+function protectedRoutes() {
+  const router = createRouter();
+  router.use("*", authenticate);
+  registerProjects(router);
+  registerRuns(router);
+  registerIngest(router);
+  registerAvailableColumns(router);
+  return router;
+}
+
+export function createApp() {
+  const app = createRouter();
+  app.use("*", requestId);
+  app.use("*", jsonBody);
+  app.onError(onError);
+  app.notFound(notFoundHandler);
+
+  app.route("/", publicRoutes());
+  app.route("/v2", publicRoutes());
+  app.route("/v2", protectedRoutes());
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "ServiceApiKey", { type: "apiKey", in: "header", name: "Service-API-Key" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "AltAoApiKey", { type: "apiKey", in: "header", name: "Alt-AO-API-Key" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "OAuth2Password", {
+    type: "oauth2",
+    flows: { password: { tokenUrl: "/login", scopes: {} } },
+  });
+  app.openAPIRegistry.registerComponent("securitySchemes", "HTTPBasic", { type: "http", scheme: "basic" });
+  app.doc31("/openapi.json", {
+    openapi: "3.1.0",
+    info: {
+      title: "Trace store",
+      version: API_VERSION,
+      description: "Store, search and erase the sessions, traces and spans of LLM applications.",
+    },
+    security: [{ ServiceApiKey: [] }, { AltAoApiKey: [] }, { OAuth2Password: [] }, { HTTPBasic: [] }],
+  });
+  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Trace store API" }));
+  return app;
+}

@@ -1,0 +1,65 @@
+import type { MiddlewareHandler } from "hono";
+import { database } from "../db/client";
+import type { AppEnv, Principal } from "../http/app-env";
+import { ApiError } from "../http/errors";
+import { principalFromApiKey, principalFromPassword } from "./principal-store";
+import { principalFromToken } from "./tokens";
+
+export const WWW_AUTHENTICATE = 'Bearer realm="trace-store", Basic realm="trace-store"';
+
+export function unauthorized(detail: string): ApiError {
+  return new ApiError(401, detail, { "WWW-Authenticate": WWW_AUTHENTICATE });
+}
+
+function decodeBasic(encoded: string): { email: string; password: string } | undefined {
+  try {
+    const bytes = Uint8Array.from(atob(encoded), (ch) => ch.charCodeAt(0));
+    const decoded = new TextDecoder().decode(bytes);
+    const colon = decoded.indexOf(":");
+    if (colon <= 0) return undefined;
+    return { email: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Accepts any one of the four schemes of the contract (section 2). The first credential present
+ * decides: a wrong API key is a 401 even if a valid token is also sent.
+ */
+async function resolvePrincipal(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Promise<Principal> {
+  const apiKey = c.req.header("Service-API-Key") ?? c.req.header("Alt-AO-API-Key");
+  if (apiKey !== undefined) {
+    const principal = await principalFromApiKey(database(c.env.DB), apiKey.trim());
+    if (!principal) throw unauthorized("Invalid API key");
+    return principal;
+  }
+  const authorization = c.req.header("Authorization");
+  if (authorization) {
+    const [scheme = "", ...rest] = authorization.trim().split(/\s+/);
+    const credentials = rest.join(" ");
+    if (scheme.toLowerCase() === "bearer" && credentials) {
+      const principal = await principalFromToken(c.env, credentials);
+      if (!principal) throw unauthorized("Invalid or expired token");
+      return principal;
+    }
+    if (scheme.toLowerCase() === "basic" && credentials) {
+      const basic = decodeBasic(credentials);
+      const principal = basic && (await principalFromPassword(database(c.env.DB), basic.email, basic.password));
+      if (!principal) throw unauthorized("Invalid username or password");
+      return principal;
+    }
+    throw unauthorized("Unsupported authorization scheme");
+  }
+  throw unauthorized("Not authenticated");
+}
+
+export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
+  c.set("principal", await resolvePrincipal(c));
+  await next();
+};
+
+/** For routes reserved to organization administrators. */
+export function requireAdmin(principal: Principal): void {
+  if (principal.role !== "admin") throw new ApiError(403, "This operation requires an organization admin");
+}

@@ -1,0 +1,71 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { database } from "../db/client";
+import { HTTPValidationError, ErrorDetail } from "../http/common-schemas";
+import type { Router } from "../http/create-router";
+import { unauthorized } from "./authenticate";
+import { principalFromApiKey, principalFromPassword } from "./principal-store";
+import { issueToken } from "./tokens";
+
+const TokenResponse = z
+  .object({ access_token: z.string(), token_type: z.literal("bearer"), expires_in: z.number().int() })
+  .openapi("Token");
+
+const PasswordForm = z
+  .object({
+    username: z.string().min(1),
+    password: z.string().min(1),
+    grant_type: z.literal("password").optional(),
+    scope: z.string().optional(),
+  })
+  .openapi("LoginForm");
+
+const ApiKeyLogin = z.object({ api_key: z.string().min(1) }).openapi("ApiKeyLoginRequest");
+
+const errors = {
+  401: { content: { "application/json": { schema: ErrorDetail } }, description: "Bad credentials" },
+  422: { content: { "application/json": { schema: HTTPValidationError } }, description: "Validation error" },
+};
+
+const passwordLogin = createRoute({
+  method: "post",
+  path: "/login",
+  tags: ["Authentication"],
+  summary: "Exchange email and password for a bearer token (OAuth2 password flow)",
+  request: {
+    body: {
+      content: {
+        "application/x-www-form-urlencoded": { schema: PasswordForm },
+        "application/json": { schema: PasswordForm },
+      },
+      // Not `required`: with two media types, only the validator of the one sent must run.
+      required: false,
+    },
+  },
+  responses: { 200: { content: { "application/json": { schema: TokenResponse } }, description: "A bearer token" }, ...errors },
+});
+
+const apiKeyLogin = createRoute({
+  method: "post",
+  path: "/login/api_key",
+  tags: ["Authentication"],
+  summary: "Exchange an API key for a bearer token",
+  request: { body: { content: { "application/json": { schema: ApiKeyLogin } }, required: true } },
+  responses: { 200: { content: { "application/json": { schema: TokenResponse } }, description: "A bearer token" }, ...errors },
+});
+
+/** Mounted both at the root and under /v2 (a client whose base URL ends in /v2 logs in there). */
+export function registerLogin(app: Router): void {
+  app.openapi(passwordLogin, async (c) => {
+    const form = c.req.header("content-type")?.includes("json") ? c.req.valid("json") : c.req.valid("form");
+    const principal = await principalFromPassword(database(c.env.DB), form.username, form.password);
+    if (!principal) throw unauthorized("Incorrect username or password");
+    return c.json(await issueToken(c.env, principal), 200);
+  });
+
+  app.openapi(apiKeyLogin, async (c) => {
+    const { api_key } = c.req.valid("json");
+    const principal = await principalFromApiKey(database(c.env.DB), api_key.trim());
+    if (!principal) throw unauthorized("Invalid API key");
+    return c.json(await issueToken(c.env, principal), 200);
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * Resolves credentials to principals. Results are cached in the isolate for a short time so that
+ * a client sending the same key or password on every request pays the database (and PBKDF2) once
+ * per minute, not once per request: a revoked key keeps working for at most CACHE_TTL_MS.
+ */
+import { eq } from "drizzle-orm";
+import type { Database } from "../db/client";
+import { apiKeys, users } from "../db/schema";
+import type { Principal } from "../http/app-env";
+import { hashApiKey } from "./api-keys";
+import { sha256Hex } from "./crypto";
+import { verifyPassword } from "./passwords";
+
+const CACHE_TTL_MS = 60_000;
+const CACHE_MAX_ENTRIES = 10_000;
+
+const cache = new Map<string, { principal: Principal; expiresAt: number }>();
+
+function cached(key: string): Principal | undefined {
+  const hit = cache.get(key);
+  if (!hit) return undefined;
+  if (hit.expiresAt < Date.now()) {
+    cache.delete(key);
+    return undefined;
+  }
+  return hit.principal;
+}
+
+function remember(key: string, principal: Principal): Principal {
+  if (cache.size >= CACHE_MAX_ENTRIES) cache.clear();
+  cache.set(key, { principal, expiresAt: Date.now() + CACHE_TTL_MS });
+  return principal;
+}
+
+/** Forget every cached credential (tests that revoke or re-create users). */
+export function clearPrincipalCache(): void {
+  cache.clear();
+}
+
+export async function principalFromApiKey(db: Database, key: string): Promise<Principal | undefined> {
+  const keyHash = await hashApiKey(key);
+  const cacheKey = `key:${keyHash}`;
+  const hit = cached(cacheKey);
+  if (hit) return hit;
+  const [row] = await db
+    .select({ userId: users.id, organizationId: users.organizationId, role: users.role, email: users.email })
+    .from(apiKeys)
+    .innerJoin(users, eq(users.id, apiKeys.userId))
+    .where(eq(apiKeys.keyHash, keyHash))
+    .limit(1);
+  return row ? remember(cacheKey, row) : undefined;
+}
+
+export async function principalFromPassword(db: Database, email: string, password: string): Promise<Principal | undefined> {
+  const cacheKey = `password:${await sha256Hex(`${email}\u0000${password}`)}`;
+  const hit = cached(cacheKey);
+  if (hit) return hit;
+  const [row] = await db.select().from(users).where(eq(users.email, email.toLowerCase())).limit(1);
+  if (!row) return undefined;
+  const ok = await verifyPassword(password, { hash: row.passwordHash, salt: row.passwordSalt, iterations: row.passwordIterations });
+  if (!ok) return undefined;
+  return remember(cacheKey, { userId: row.id, organizationId: row.organizationId, role: row.role, email: row.email });
+}

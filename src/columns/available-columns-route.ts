@@ -1,0 +1,87 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, eq } from "drizzle-orm";
+import type { RecordFamily } from "./standard-columns";
+import { database } from "../db/client";
+import { runColumns } from "../db/schema";
+import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import type { Router } from "../http/create-router";
+import { ownedRunOrThrow, runOwnershipQuery } from "../projects/run-access";
+import { refineRunSelector, runSelectorOf, runSelectorShape } from "../projects/run-selector";
+import { availableColumns } from "./column-descriptors";
+
+const AvailableColumnsRequest = z
+  .object({
+    ...runSelectorShape,
+    start_time: z.iso.datetime({ offset: true }).nullish(),
+    end_time: z.iso.datetime({ offset: true }).nullish(),
+  })
+  .superRefine(refineRunSelector)
+  .openapi("AvailableColumnsRequest");
+
+const ColumnDescriptorSchema = z
+  .object({
+    id: z.string(),
+    label: z.string(),
+    description: z.string(),
+    category: z.enum(["standard", "metric"]),
+    group_label: z.string(),
+    data_type: z.string(),
+    filter_type: z.string(),
+    filterable: z.boolean(),
+    sortable: z.boolean(),
+    multi_valued: z.boolean(),
+    is_optional: z.boolean(),
+    is_empty: z.boolean(),
+    applicable_types: z.array(z.string()),
+    allowed_values: z.array(z.string()).optional(),
+    data_unit: z.string().optional(),
+    roll_up_method: z.string().optional(),
+    threshold: z
+      .object({ buckets: z.array(z.number()), display_value_levels: z.array(z.string()), inverted: z.boolean() })
+      .optional(),
+  })
+  .openapi("ColumnDescriptor");
+
+const AvailableColumnsResponse = z.object({ columns: z.array(ColumnDescriptorSchema) }).openapi("AvailableColumnsResponse");
+
+const ROUTE_SEGMENT: Record<RecordFamily, string> = { span: "spans", trace: "traces", session: "sessions" };
+
+function availableColumnsRoute(family: RecordFamily) {
+  return createRoute({
+    method: "post",
+    path: `/projects/{project_id}/${ROUTE_SEGMENT[family]}/available_columns`,
+    tags: ["Columns"],
+    summary: `Columns available for ${ROUTE_SEGMENT[family]} of a run`,
+    description:
+      "The standard columns that apply to this record family, in the interface's order, then one column per metric present in the run. `is_empty` is true when no record of the run has a value for the column.",
+    request: {
+      params: ProjectIdParam,
+      body: { content: { "application/json": { schema: AvailableColumnsRequest } }, required: true },
+    },
+    responses: {
+      200: { content: { "application/json": { schema: AvailableColumnsResponse } }, description: "The columns" },
+      ...commonErrorResponses,
+    },
+  });
+}
+
+export function registerAvailableColumns(app: Router): void {
+  for (const family of ["span", "trace", "session"] as const) {
+    app.openapi(availableColumnsRoute(family), async (c) => {
+      const { project_id } = c.req.valid("param");
+      const selector = runSelectorOf(c.req.valid("json"));
+      const db = database(c.env.DB);
+      // Ownership and presence in one round trip; presence rows of a foreign run are never read
+      // because the answer is withheld unless the ownership row came back.
+      const [owned, present] = await db.batch([
+        runOwnershipQuery(db, c.get("principal"), project_id, selector),
+        db
+          .select({ columnId: runColumns.columnId })
+          .from(runColumns)
+          .where(and(eq(runColumns.runId, selector.runId), eq(runColumns.recordType, family))),
+      ]);
+      ownedRunOrThrow(owned);
+      return c.json({ columns: availableColumns(family, present.map((r) => r.columnId)) }, 200);
+    });
+  }
+}

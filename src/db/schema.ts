@@ -1,0 +1,302 @@
+/**
+ * The database schema: the single source of truth for tables (migrations are generated from it
+ * by `npm run db:generate`). See docs/schema.md for the index design and the query each index
+ * serves.
+ *
+ * Conventions:
+ * - ids are UUID strings; timestamps are integers in microseconds since the epoch, so that
+ *   ranges and orderings compare integers and every order index stays small.
+ * - One `records` table holds sessions, traces and spans (`record_type` says which, `type` the
+ *   kind), so that search, counts and deletion are one code path for every kind.
+ * - User metadata, tags and metric values are kept twice: as JSON on the record (returned as is,
+ *   no join) and as rows in side tables whose indexes carry the run, the record type and the
+ *   order columns, so that a filter or a sort on them is an index range scan.
+ * - There is no foreign key between records (streaming ingestion may deliver a span before its
+ *   trace); ownership (organization, project, run) is enforced by foreign keys and a trigger.
+ */
+import { sql } from "drizzle-orm";
+import {
+  index,
+  integer,
+  primaryKey,
+  real,
+  sqliteTable,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/sqlite-core";
+
+export const organizations = sqliteTable("organizations", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
+
+export const users = sqliteTable(
+  "users",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    email: text("email").notNull(),
+    role: text("role", { enum: ["admin", "member"] }).notNull(),
+    /** PBKDF2-SHA256 hash, base64. */
+    passwordHash: text("password_hash").notNull(),
+    /** Per-user random salt, base64. */
+    passwordSalt: text("password_salt").notNull(),
+    passwordIterations: integer("password_iterations").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("users_email").on(t.email),
+    index("users_organization").on(t.organizationId),
+  ],
+);
+
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    /** SHA-256 of the key, hex. The key itself is shown once and never stored. */
+    keyHash: text("key_hash").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("api_keys_hash").on(t.keyHash)],
+);
+
+export const projects = sqliteTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    name: text("name").notNull(),
+    type: text("type").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("projects_organization_name").on(t.organizationId, t.name)],
+);
+
+export const RUN_KINDS = ["log_stream", "experiment", "metrics_testing"] as const;
+export type RunKind = (typeof RUN_KINDS)[number];
+
+export const runs = sqliteTable(
+  "runs",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id),
+    kind: text("kind", { enum: RUN_KINDS }).notNull(),
+    name: text("name").notNull(),
+    taskType: text("task_type"),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [uniqueIndex("runs_project_kind_name").on(t.projectId, t.kind, t.name)],
+);
+
+export const records = sqliteTable(
+  "records",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id),
+    /** `session`, `trace` or `span`: the searchable families. */
+    recordType: text("record_type", { enum: ["session", "trace", "span"] }).notNull(),
+    /** The record kind: session, trace, agent, workflow, llm, tool, retriever, control. */
+    type: text("type").notNull(),
+    name: text("name").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at"),
+    /** Text as searched: the string itself, or the JSON of a structured value. */
+    input: text("input"),
+    /** 1 when `input` holds JSON (messages, documents) rather than a plain string. */
+    inputIsJson: integer("input_is_json").notNull().default(0),
+    output: text("output"),
+    outputIsJson: integer("output_is_json").notNull().default(0),
+    redactedInput: text("redacted_input"),
+    redactedOutput: text("redacted_output"),
+    statusCode: integer("status_code"),
+    externalId: text("external_id"),
+    datasetInput: text("dataset_input"),
+    datasetOutput: text("dataset_output"),
+    datasetMetadata: text("dataset_metadata"),
+    sessionId: text("session_id"),
+    traceId: text("trace_id"),
+    parentId: text("parent_id"),
+    hasChildren: integer("has_children").notNull().default(0),
+    isComplete: integer("is_complete").notNull().default(1),
+    stepNumber: integer("step_number"),
+    errorMessage: text("error_message"),
+    progressMessage: text("progress_message"),
+    /** JSON object, string to string. */
+    userMetadata: text("user_metadata").notNull().default("{}"),
+    /** JSON array of strings. */
+    tags: text("tags").notNull().default("[]"),
+    /** JSON object, metric name to number. */
+    metrics: text("metrics").notNull().default("{}"),
+    /** JSON object, metric name to the scorer's metadata dictionary. */
+    metricInfo: text("metric_info"),
+    feedbackRatingInfo: text("feedback_rating_info"),
+    model: text("model"),
+    temperature: real("temperature"),
+    finishReason: text("finish_reason"),
+    tools: text("tools"),
+    events: text("events"),
+    toolCallId: text("tool_call_id"),
+    agentType: text("agent_type"),
+    controlId: integer("control_id"),
+    agentName: text("agent_name"),
+    checkStage: text("check_stage"),
+    appliesTo: text("applies_to"),
+    evaluatorName: text("evaluator_name"),
+    selectorPath: text("selector_path"),
+    previousSessionId: text("previous_session_id"),
+  },
+  (t) => [
+    // Native order (created_at desc, id desc) and date ranges within a run.
+    index("records_run_order").on(t.runId, t.recordType, t.createdAt, t.id),
+    // `type` = <kind> within a run, in native order.
+    index("records_run_type_order").on(t.runId, t.recordType, t.type, t.createdAt, t.id),
+    // `model` = <name> (llm spans) in native order.
+    index("records_run_model_order")
+      .on(t.runId, t.recordType, t.model, t.createdAt, t.id)
+      .where(sql`model IS NOT NULL`),
+    // Session lookup by the client's external id (the SDK's startSession).
+    index("records_run_external_id")
+      .on(t.runId, t.recordType, t.externalId)
+      .where(sql`external_id IS NOT NULL`),
+    // Children of a trace (spans, counts, deletion) and of a session (traces, deletion).
+    index("records_trace").on(t.traceId, t.recordType),
+    index("records_session").on(t.sessionId, t.recordType),
+    index("records_parent").on(t.parentId),
+  ],
+);
+
+/** One row per (record, metadata key). Serves metadata filters and deletion by metadata. */
+export const recordMetadata = sqliteTable(
+  "record_metadata",
+  {
+    recordId: text("record_id")
+      .notNull()
+      .references(() => records.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    value: text("value").notNull(),
+    organizationId: text("organization_id").notNull(),
+    runId: text("run_id").notNull(),
+    recordType: text("record_type").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.recordId, t.key] }),
+    // `user_metadata.<key>` = value within a run, already in native order.
+    index("record_metadata_run_key_value_order").on(
+      t.runId,
+      t.recordType,
+      t.key,
+      t.value,
+      t.createdAt,
+      t.recordId,
+    ),
+    // Org-wide deletion by key/value.
+    index("record_metadata_org_key_value").on(t.organizationId, t.key, t.value, t.recordType),
+  ],
+);
+
+/** One row per (record, tag). Serves tag (collection) filters in native order. */
+export const recordTags = sqliteTable(
+  "record_tags",
+  {
+    recordId: text("record_id")
+      .notNull()
+      .references(() => records.id, { onDelete: "cascade" }),
+    tag: text("tag").notNull(),
+    runId: text("run_id").notNull(),
+    recordType: text("record_type").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.recordId, t.tag] }),
+    index("record_tags_run_tag_order").on(t.runId, t.recordType, t.tag, t.createdAt, t.recordId),
+  ],
+);
+
+/** One row per (record, metric). Serves metric filters and sorts by metric value. */
+export const recordMetrics = sqliteTable(
+  "record_metrics",
+  {
+    recordId: text("record_id")
+      .notNull()
+      .references(() => records.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    value: real("value").notNull(),
+    runId: text("run_id").notNull(),
+    recordType: text("record_type").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.recordId, t.name] }),
+    index("record_metrics_run_name_value").on(t.runId, t.recordType, t.name, t.value, t.recordId),
+  ],
+);
+
+/**
+ * Which columns hold a value somewhere in a run, per record type: maintained at ingestion so that
+ * the available-columns answer (`is_empty`, the run's metric columns) never scans the run.
+ * Rows are not removed by deletion: a column once filled stays listed.
+ */
+export const runColumns = sqliteTable(
+  "run_columns",
+  {
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id),
+    recordType: text("record_type").notNull(),
+    columnId: text("column_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.recordType, t.columnId] })],
+);
+
+export const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const;
+export type JobStatus = (typeof JOB_STATUSES)[number];
+
+/** Organization-wide jobs (deletion by metadata). */
+export const orgJobs = sqliteTable(
+  "org_jobs",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    jobName: text("job_name").notNull(),
+    status: text("status", { enum: JOB_STATUSES }).notNull(),
+    /** JSON: {metadata_key, metadata_value, immediate}. */
+    requestData: text("request_data").notNull(),
+    errorMessage: text("error_message"),
+    createdBy: text("created_by").notNull(),
+    sessionsDeleted: integer("sessions_deleted").notNull().default(0),
+    tracesDeleted: integer("traces_deleted").notNull().default(0),
+    spansDeleted: integer("spans_deleted").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("org_jobs_organization").on(t.organizationId, t.createdAt)],
+);

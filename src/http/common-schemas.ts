@@ -1,0 +1,64 @@
+import { z } from "@hono/zod-openapi";
+
+/**
+ * A UUID as Pydantic accepts it (any version, any case), normalised to lower case. A malformed
+ * one is a 422 `uuid_parsing`.
+ */
+export const Uuid = z
+  .guid()
+  .transform((s) => s.toLowerCase())
+  .openapi({ type: "string", format: "uuid", example: "5b2c3a1e-8f4d-4e6a-9c1b-2d3e4f5a6b7c" });
+
+export const ProjectIdParam = z.object({
+  project_id: Uuid.openapi({ param: { name: "project_id", in: "path" } }),
+});
+
+export const ErrorDetail = z.object({ detail: z.string() }).openapi("ErrorDetail");
+
+export const ValidationErrorItem = z
+  .object({
+    loc: z.array(z.union([z.string(), z.number()])),
+    msg: z.string(),
+    type: z.string(),
+    input: z.any().optional(),
+    ctx: z.record(z.string(), z.any()).optional(),
+  })
+  .openapi("ValidationError");
+
+export const HTTPValidationError = z
+  .object({ detail: z.array(ValidationErrorItem) })
+  .openapi("HTTPValidationError");
+
+const json = <T extends z.ZodType>(schema: T, description: string) => ({
+  content: { "application/json": { schema } },
+  description,
+});
+
+/** Error answers every authenticated route can give; spread into each route's `responses`. */
+export const commonErrorResponses = {
+  401: json(ErrorDetail, "Missing or invalid credentials"),
+  404: json(ErrorDetail, "Not found, or not in the caller's organization"),
+  422: json(HTTPValidationError, "Validation error"),
+} as const;
+
+/** A boolean query parameter as FastAPI reads it: true/false, 1/0, yes/no, on/off; else bool_parsing. */
+export function queryBoolean(defaultValue: boolean) {
+  const TRUE = new Set(["true", "1", "yes", "on", "t", "y"]);
+  const FALSE = new Set(["false", "0", "no", "off", "f", "n"]);
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx) => {
+      if (raw === undefined) return defaultValue;
+      const v = raw.trim().toLowerCase();
+      if (TRUE.has(v)) return true;
+      if (FALSE.has(v)) return false;
+      ctx.addIssue({
+        code: "custom",
+        message: "invalid boolean",
+        params: { pydantic: { type: "bool_parsing", msg: "Input should be a valid boolean, unable to interpret input" } },
+      });
+      return z.NEVER;
+    })
+    .openapi({ type: "boolean", default: defaultValue });
+}

@@ -1,0 +1,72 @@
+/**
+ * The one error vocabulary of the service. Handlers throw `ApiError` (a status and a detail
+ * string) or `RequestValidationError` (422 items); `onError` turns everything into the contract's
+ * bodies, and anything unexpected into a generic 500 logged with its request id only.
+ */
+import type { Context, ErrorHandler, NotFoundHandler } from "hono";
+import { HTTPException } from "hono/http-exception";
+import type { ValidationErrorItem } from "./validation-errors";
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503,
+    readonly detail: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail);
+    this.name = "ApiError";
+  }
+}
+
+export const notFound = (what: string) => new ApiError(404, `${what} not found`);
+
+export class RequestValidationError extends Error {
+  constructor(readonly items: ValidationErrorItem[]) {
+    super("request validation failed");
+    this.name = "RequestValidationError";
+  }
+}
+
+export function validationResponse(c: Context, items: ValidationErrorItem[]) {
+  return c.json({ detail: items }, 422);
+}
+
+/** SQLite messages that mean the client asked for something impossible, not that we failed. */
+function clientFaultFromDatabase(error: unknown): ApiError | undefined {
+  const text = `${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`;
+  if (text.includes("record_ownership_conflict")) {
+    return new ApiError(409, "a record with this id already exists in another project or run");
+  }
+  if (text.includes("SQLITE_TOOBIG") || text.includes("string or blob too big")) {
+    return new ApiError(413, "request too large: send fewer or smaller records per request");
+  }
+  return undefined;
+}
+
+export const onError: ErrorHandler = (error, c) => {
+  if (error instanceof RequestValidationError) return validationResponse(c, error.items);
+  if (error instanceof ApiError) {
+    for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+    return c.json({ detail: error.detail }, error.status);
+  }
+  if (error instanceof HTTPException) {
+    // Raised by Hono's own body parsing: a body that is not the declared media type.
+    if (error.status === 415 || error.status === 400) {
+      return validationResponse(c, [
+        {
+          loc: ["body"],
+          msg: "Input should be a valid dictionary or object to extract fields from",
+          type: "model_attributes_type",
+        },
+      ]);
+    }
+    return c.json({ detail: error.message || "request failed" }, error.status);
+  }
+  const clientFault = clientFaultFromDatabase(error);
+  if (clientFault) return c.json({ detail: clientFault.detail }, clientFault.status);
+  // Only the request id and the error itself: never headers, bodies or credentials.
+  console.error(`request ${c.get("requestId")} failed:`, error instanceof Error ? error.stack : String(error));
+  return c.json({ detail: "Internal server error" }, 500);
+};
+
+export const notFoundHandler: NotFoundHandler = (c) => c.json({ detail: "Not Found" }, 404);

@@ -1,0 +1,18 @@
+import { createApp } from "./app";
+import type { DeletionMessage, Env } from "./env";
+
+const app = createApp();
+
+const METHODS_WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
+
+/** A body sent without a content type is read as JSON (as FastAPI does), not refused. */
+function withDefaultContentType(request: Request): Request {
+  if (!METHODS_WITH_BODY.has(request.method) || request.headers.has("content-type") || request.body === null) return request;
+  const headers = new Headers(request.headers);
+  headers.set("content-type", "application/json");
+  return new Request(request, { headers });
+}
+
+export default {
+  fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
+} satisfies ExportedHandler<Env, DeletionMessage>;

@@ -1,0 +1,120 @@
+import { createRoute } from "@hono/zod-openapi";
+import { database, nowMicros } from "../db/client";
+import { commonErrorResponses, ErrorDetail, ProjectIdParam } from "../http/common-schemas";
+import type { Router } from "../http/create-router";
+import type { Principal } from "../http/app-env";
+import { ownedRunWithProject } from "../projects/run-access";
+import { type RunSelector, refineRunSelector, runSelectorOf } from "../projects/run-selector";
+import { CreateSessionRequest, IngestResponse, IngestTracesRequest } from "./ingest-schemas";
+import { type IngestContext, type RecordBatch, sessionRows, traceRows } from "./record-rows";
+import { recordWriteStatements } from "./write-records";
+import { z } from "@hono/zod-openapi";
+
+const IngestBody = IngestTracesRequest.superRefine(refineRunSelector);
+const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
+
+const ingestTraces = createRoute({
+  method: "post",
+  path: "/projects/{project_id}/traces",
+  tags: ["Ingestion"],
+  summary: "Log traces with their nested spans",
+  description:
+    "Writes the traces and every nested span atomically. Ids chosen by the client are kept; re-sending the same ids updates those records instead of duplicating them. A record id that already belongs to another run is a 409.",
+  request: { params: ProjectIdParam, body: { content: { "application/json": { schema: IngestBody } }, required: true } },
+  responses: {
+    200: { content: { "application/json": { schema: IngestResponse } }, description: "What was written" },
+    409: { content: { "application/json": { schema: ErrorDetail } }, description: "A record id belongs to another run" },
+    ...commonErrorResponses,
+  },
+});
+
+const SessionResponse = z
+  .object({
+    id: z.string(),
+    name: z.string().nullable(),
+    project_id: z.string(),
+    project_name: z.string(),
+    previous_session_id: z.string().nullable(),
+    external_id: z.string().nullable(),
+  })
+  .openapi("SessionCreated");
+
+const createSession = createRoute({
+  method: "post",
+  path: "/projects/{project_id}/sessions",
+  tags: ["Ingestion"],
+  summary: "Start a session",
+  request: { params: ProjectIdParam, body: { content: { "application/json": { schema: SessionBody } }, required: true } },
+  responses: {
+    200: { content: { "application/json": { schema: SessionResponse } }, description: "The session" },
+    409: { content: { "application/json": { schema: ErrorDetail } }, description: "The id belongs to another run" },
+    ...commonErrorResponses,
+  },
+});
+
+/** Resolves the run and writes the batch built for it, atomically. */
+export async function ingestInto(
+  d1: D1Database,
+  principal: Principal,
+  projectId: string,
+  selector: RunSelector,
+  build: (ctx: IngestContext) => RecordBatch,
+  defaults: Pick<IngestContext, "sessionId" | "isComplete"> = { sessionId: null, isComplete: null },
+) {
+  const run = await ownedRunWithProject(database(d1), principal, projectId, selector);
+  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), ...defaults });
+  await d1.batch(recordWriteStatements(d1, batch, { organizationId: principal.organizationId, runId: run.runId }));
+  return { run, batch };
+}
+
+function selectorEcho(selector: RunSelector) {
+  return {
+    log_stream_id: selector.kind === "log_stream" ? selector.runId : null,
+    experiment_id: selector.kind === "experiment" ? selector.runId : null,
+    metrics_testing_id: selector.kind === "metrics_testing" ? selector.runId : null,
+  };
+}
+
+export function registerIngest(app: Router): void {
+  app.openapi(ingestTraces, async (c) => {
+    const { project_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const selector = runSelectorOf(body);
+    const { run, batch } = await ingestInto(c.env.DB, c.get("principal"), project_id, selector, (ctx) => traceRows(body.traces, ctx), {
+      sessionId: body.session_id ?? null,
+      isComplete: body.is_complete ?? null,
+    });
+    const traces = batch.records.filter((r) => r.record_type === "trace").length;
+    return c.json(
+      {
+        project_id,
+        project_name: run.projectName,
+        records_count: batch.records.length,
+        traces_count: traces,
+        spans_count: batch.records.length - traces,
+        ...selectorEcho(selector),
+        session_id: body.session_id ?? null,
+      },
+      200,
+    );
+  });
+
+  app.openapi(createSession, async (c) => {
+    const { project_id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const selector = runSelectorOf(body);
+    const { run, batch } = await ingestInto(c.env.DB, c.get("principal"), project_id, selector, (ctx) => sessionRows(body, ctx));
+    const session = batch.records[0]!;
+    return c.json(
+      {
+        id: session.id,
+        name: session.name || null,
+        project_id,
+        project_name: run.projectName,
+        previous_session_id: session.previous_session_id,
+        external_id: session.external_id,
+      },
+      200,
+    );
+  });
+}

@@ -1,0 +1,323 @@
+/**
+ * Turns ingested traces (with nested spans) and sessions into flat rows for the `records` table
+ * and its side tables. Pure: no database, so it is unit-tested on its own.
+ */
+import { type RecordFamily, STANDARD_COLUMNS } from "../columns/standard-columns";
+import { METRIC_COLUMN_PREFIX } from "../columns/metric-catalogue";
+import type { IngestSpan, IngestTrace } from "./ingest-schemas";
+import { isoToMicros } from "./timestamps";
+
+/** A `records` row, keyed by SQL column name. */
+export interface RecordRow {
+  id: string;
+  organization_id: string;
+  project_id: string;
+  run_id: string;
+  record_type: RecordFamily;
+  type: string;
+  name: string;
+  created_at: number;
+  updated_at: number | null;
+  input: string | null;
+  input_is_json: 0 | 1;
+  output: string | null;
+  output_is_json: 0 | 1;
+  redacted_input: string | null;
+  redacted_output: string | null;
+  status_code: number | null;
+  external_id: string | null;
+  dataset_input: string | null;
+  dataset_output: string | null;
+  dataset_metadata: string | null;
+  session_id: string | null;
+  trace_id: string | null;
+  parent_id: string | null;
+  is_complete: 0 | 1;
+  step_number: number | null;
+  error_message: string | null;
+  progress_message: string | null;
+  user_metadata: string;
+  tags: string;
+  metrics: string;
+  metric_info: string | null;
+  feedback_rating_info: string | null;
+  model: string | null;
+  temperature: number | null;
+  finish_reason: string | null;
+  tools: string | null;
+  events: string | null;
+  tool_call_id: string | null;
+  agent_type: string | null;
+  control_id: number | null;
+  agent_name: string | null;
+  check_stage: string | null;
+  applies_to: string | null;
+  evaluator_name: string | null;
+  selector_path: string | null;
+  previous_session_id: string | null;
+}
+
+/** Every column of `records` that ingestion writes, in one fixed order. */
+export const RECORD_COLUMNS = [
+  "id", "organization_id", "project_id", "run_id", "record_type", "type", "name", "created_at", "updated_at",
+  "input", "input_is_json", "output", "output_is_json", "redacted_input", "redacted_output", "status_code",
+  "external_id", "dataset_input", "dataset_output", "dataset_metadata", "session_id", "trace_id", "parent_id",
+  "is_complete", "step_number", "error_message", "progress_message", "user_metadata", "tags", "metrics",
+  "metric_info", "feedback_rating_info", "model", "temperature", "finish_reason", "tools", "events",
+  "tool_call_id", "agent_type", "control_id", "agent_name", "check_stage", "applies_to", "evaluator_name",
+  "selector_path", "previous_session_id",
+] as const satisfies readonly (keyof RecordRow)[];
+
+export interface MetadataRow { record_id: string; key: string; value: string; record_type: RecordFamily; created_at: number }
+export interface TagRow { record_id: string; tag: string; record_type: RecordFamily; created_at: number }
+export interface MetricRow { record_id: string; name: string; value: number; record_type: RecordFamily; created_at: number }
+
+export interface RecordBatch {
+  records: RecordRow[];
+  metadata: MetadataRow[];
+  tags: TagRow[];
+  metrics: MetricRow[];
+  /** Ids of records known to have children after this batch (their parents). */
+  parentIds: string[];
+  /** [family, column id] pairs that hold a value in this batch. */
+  presentColumns: [RecordFamily, string][];
+}
+
+export interface IngestContext {
+  organizationId: string;
+  projectId: string;
+  runId: string;
+  /** The request's `session_id`, for traces that name none. */
+  sessionId: string | null;
+  /** The request's `is_complete`, for records that say nothing. */
+  isComplete: boolean | null;
+  nowMicros: number;
+}
+
+type Content = IngestTrace["input"];
+
+/** Stored text of an input or output: the string itself, or JSON of anything structured. */
+export function storedContent(value: Content, normalize: (v: unknown) => unknown = (v) => v): [string | null, 0 | 1] {
+  if (value === undefined || value === null) return [null, 0];
+  if (typeof value === "string") return [value, 0];
+  return [JSON.stringify(normalize(value)), 1];
+}
+
+/** Retriever documents: `page_content` is accepted as an alias of `content`. */
+function normalizeDocuments(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.map((doc) => {
+    if (doc && typeof doc === "object" && !("content" in doc) && "page_content" in doc) {
+      const { page_content, ...rest } = doc as Record<string, unknown>;
+      return { content: page_content, metadata: {}, ...rest };
+    }
+    if (typeof doc === "string") return { content: doc, metadata: {} };
+    return doc;
+  });
+}
+
+function jsonOrNull(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
+
+function metadataOf(raw: Record<string, string | number | boolean | null> | null | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(raw ?? {})) {
+    if (value !== null) out[key] = String(value);
+  }
+  return out;
+}
+
+function metricsOf(raw: Record<string, number | null> | null | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, value] of Object.entries(raw ?? {})) {
+    if (typeof value === "number" && Number.isFinite(value)) out[name] = value;
+  }
+  return out;
+}
+
+/** Columns every record has a value for. */
+const ALWAYS_FILLED = new Set(["id", "created_at", "is_complete", "type"]);
+
+/** Standard column ids (plus metric ids) that hold a value in this row. */
+function filledColumns(row: RecordRow, metricNames: string[]): string[] {
+  const filled: string[] = [];
+  for (const column of STANDARD_COLUMNS) {
+    if (column.id === "has_children") continue; // known only once children arrive: see parentIds
+    const value = (row as unknown as Record<string, unknown>)[column.storage];
+    const filledHere = ALWAYS_FILLED.has(column.id) || (column.id === "tags" ? value !== "[]" : value !== null && value !== undefined && value !== "");
+    if (filledHere) filled.push(column.id);
+  }
+  return [...filled, ...metricNames.map((n) => `${METRIC_COLUMN_PREFIX}${n}`)];
+}
+
+class BatchBuilder {
+  readonly batch: RecordBatch = { records: [], metadata: [], tags: [], metrics: [], parentIds: [], presentColumns: [] };
+  private readonly present = new Set<string>();
+  private readonly parents = new Set<string>();
+
+  constructor(private readonly ctx: IngestContext) {}
+
+  add(row: RecordRow, metadata: Record<string, string>, tags: string[], metrics: Record<string, number>): void {
+    const { batch } = this;
+    batch.records.push(row);
+    const base = { record_id: row.id, record_type: row.record_type, created_at: row.created_at };
+    for (const [key, value] of Object.entries(metadata)) batch.metadata.push({ ...base, key, value });
+    for (const tag of new Set(tags)) batch.tags.push({ ...base, tag });
+    for (const [name, value] of Object.entries(metrics)) batch.metrics.push({ ...base, name, value });
+    for (const column of filledColumns(row, Object.keys(metrics))) {
+      const key = `${row.record_type}\u0000${column}`;
+      if (!this.present.has(key)) {
+        this.present.add(key);
+        batch.presentColumns.push([row.record_type, column]);
+      }
+    }
+  }
+
+  markParent(id: string, family: RecordFamily): void {
+    if (this.parents.has(id)) return;
+    this.parents.add(id);
+    this.batch.parentIds.push(id);
+    const key = `${family}\u0000has_children`;
+    if (!this.present.has(key)) {
+      this.present.add(key);
+      this.batch.presentColumns.push([family, "has_children"]);
+    }
+  }
+
+  baseRow(
+    family: RecordFamily,
+    type: string,
+    fields: IngestTrace | IngestSpan,
+    ids: { id: string; session_id: string | null; trace_id: string | null; parent_id: string | null },
+    createdAt: number,
+  ): RecordRow {
+    const [input, inputIsJson] = storedContent(fields.input);
+    const [output, outputIsJson] = storedContent(fields.output, type === "retriever" ? normalizeDocuments : undefined);
+    const isComplete = fields.is_complete ?? this.ctx.isComplete ?? true;
+    return {
+      ...ids,
+      organization_id: this.ctx.organizationId,
+      project_id: this.ctx.projectId,
+      run_id: this.ctx.runId,
+      record_type: family,
+      type,
+      name: fields.name ?? "",
+      created_at: createdAt,
+      updated_at: fields.updated_at ? (isoToMicros(fields.updated_at) ?? null) : null,
+      input,
+      input_is_json: inputIsJson,
+      output,
+      output_is_json: outputIsJson,
+      redacted_input: jsonOrNull(fields.redacted_input),
+      redacted_output: jsonOrNull(fields.redacted_output),
+      status_code: fields.status_code ?? null,
+      external_id: fields.external_id ?? null,
+      dataset_input: fields.dataset_input ?? null,
+      dataset_output: fields.dataset_output ?? null,
+      dataset_metadata: jsonOrNull(fields.dataset_metadata),
+      is_complete: isComplete ? 1 : 0,
+      step_number: fields.step_number ?? null,
+      error_message: fields.error_message ?? null,
+      progress_message: fields.progress_message ?? null,
+      user_metadata: JSON.stringify(metadataOf(fields.user_metadata)),
+      tags: JSON.stringify(fields.tags ?? []),
+      metrics: JSON.stringify(metricsOf(fields.metrics)),
+      metric_info: jsonOrNull(fields.metric_info),
+      feedback_rating_info: jsonOrNull(fields.feedback_rating_info),
+      model: null,
+      temperature: null,
+      finish_reason: null,
+      tools: null,
+      events: null,
+      tool_call_id: null,
+      agent_type: null,
+      control_id: null,
+      agent_name: null,
+      check_stage: null,
+      applies_to: null,
+      evaluator_name: null,
+      selector_path: null,
+      previous_session_id: null,
+    };
+  }
+
+  createdAt(fields: { created_at?: string | null }, fallback: number): number {
+    return (fields.created_at ? isoToMicros(fields.created_at) : undefined) ?? fallback;
+  }
+}
+
+function spanKindFields(span: IngestSpan): Partial<RecordRow> {
+  return {
+    model: span.model ?? null,
+    temperature: span.temperature ?? null,
+    finish_reason: span.finish_reason ?? null,
+    tools: span.tools == null ? null : typeof span.tools === "string" ? span.tools : JSON.stringify(span.tools),
+    events: jsonOrNull(span.events),
+    tool_call_id: span.tool_call_id ?? null,
+    agent_type: span.type === "agent" ? (span.agent_type ?? "default") : null,
+    control_id: span.control_id ?? null,
+    agent_name: span.agent_name ?? null,
+    check_stage: span.check_stage ?? null,
+    applies_to: span.applies_to ?? null,
+    evaluator_name: span.evaluator_name ?? null,
+    selector_path: span.selector_path ?? null,
+  };
+}
+
+/** Rows of one span and, depth first, of all the spans nested in it. */
+function addSpan(
+  builder: BatchBuilder,
+  span: IngestSpan,
+  parent: { id: string; family: RecordFamily },
+  traceId: string,
+  sessionId: string | null,
+  fallbackCreatedAt: number,
+): void {
+  const id = span.id ?? crypto.randomUUID();
+  const createdAt = builder.createdAt(span, fallbackCreatedAt);
+  const row = {
+    ...builder.baseRow("span", span.type, span, { id, session_id: sessionId, trace_id: traceId, parent_id: parent.id }, createdAt),
+    ...spanKindFields(span),
+  };
+  builder.markParent(parent.id, parent.family);
+  builder.add(row, metadataOf(span.user_metadata), span.tags ?? [], metricsOf(span.metrics));
+  for (const child of span.spans ?? []) addSpan(builder, child, { id, family: "span" }, traceId, sessionId, createdAt);
+}
+
+/** Rows for an ingest request: each trace, then its spans depth first. */
+export function traceRows(traces: IngestTrace[], ctx: IngestContext): RecordBatch {
+  const builder = new BatchBuilder(ctx);
+  for (const trace of traces) {
+    const id = trace.id ?? crypto.randomUUID();
+    const sessionId = trace.session_id ?? ctx.sessionId;
+    const createdAt = builder.createdAt(trace, ctx.nowMicros);
+    // A trace's parent is its session: has_children of a session means "has traces".
+    const row = builder.baseRow("trace", "trace", trace, { id, session_id: sessionId, trace_id: id, parent_id: sessionId }, createdAt);
+    if (sessionId) builder.markParent(sessionId, "session");
+    builder.add(row, metadataOf(trace.user_metadata), trace.tags ?? [], metricsOf(trace.metrics));
+    for (const span of trace.spans ?? []) addSpan(builder, span, { id, family: "trace" }, id, sessionId, createdAt);
+  }
+  return builder.batch;
+}
+
+export interface SessionInput {
+  id?: string | null;
+  name?: string | null;
+  previous_session_id?: string | null;
+  external_id?: string | null;
+  user_metadata?: Record<string, string | number | boolean | null> | null;
+  created_at?: string | null;
+}
+
+export function sessionRows(session: SessionInput, ctx: IngestContext): RecordBatch {
+  const builder = new BatchBuilder(ctx);
+  const id = session.id ?? crypto.randomUUID();
+  const row: RecordRow = {
+    ...builder.baseRow("session", "session", { ...session, type: "trace" } as IngestTrace, { id, session_id: id, trace_id: null, parent_id: null }, builder.createdAt(session, ctx.nowMicros)),
+    previous_session_id: session.previous_session_id ?? null,
+  };
+  builder.add(row, metadataOf(session.user_metadata), [], {});
+  return builder.batch;
+}
+

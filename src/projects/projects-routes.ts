@@ -1,0 +1,102 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { and, asc, eq } from "drizzle-orm";
+import { database, nowMicros } from "../db/client";
+import { projects } from "../db/schema";
+import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import type { Router } from "../http/create-router";
+import { ProjectSchema, projectShape } from "./project-shapes";
+import { ownedProjectOrThrow } from "./run-access";
+
+const ListProjectsQuery = z.object({
+  project_name: z.string().optional().openapi({ description: "Only the project with exactly this name." }),
+  type: z.string().optional().openapi({ description: "Only projects of this type." }),
+});
+
+const CreateProjectBody = z
+  .object({
+    name: z.string().min(1).max(256),
+    type: z.string().min(1).max(64).default("gen_ai"),
+  })
+  .openapi("CreateProjectRequest");
+
+const listProjects = createRoute({
+  method: "get",
+  path: "/projects",
+  tags: ["Projects"],
+  summary: "List the organization's projects",
+  request: { query: ListProjectsQuery },
+  responses: {
+    200: { content: { "application/json": { schema: z.array(ProjectSchema) } }, description: "Projects, oldest first" },
+    ...commonErrorResponses,
+  },
+});
+
+const createProject = createRoute({
+  method: "post",
+  path: "/projects",
+  tags: ["Projects"],
+  summary: "Create a project (or get the existing one of that name)",
+  description: "Idempotent by name within the organization: concurrent creates of one name all receive the same project.",
+  request: { body: { content: { "application/json": { schema: CreateProjectBody } }, required: true } },
+  responses: {
+    200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" },
+    ...commonErrorResponses,
+  },
+});
+
+const getProject = createRoute({
+  method: "get",
+  path: "/projects/{project_id}",
+  tags: ["Projects"],
+  summary: "Get a project",
+  request: { params: ProjectIdParam },
+  responses: {
+    200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" },
+    ...commonErrorResponses,
+  },
+});
+
+export function registerProjects(app: Router): void {
+  app.openapi(listProjects, async (c) => {
+    const { project_name, type } = c.req.valid("query");
+    const principal = c.get("principal");
+    const rows = await database(c.env.DB)
+      .select()
+      .from(projects)
+      .where(
+        and(
+          eq(projects.organizationId, principal.organizationId),
+          project_name !== undefined ? eq(projects.name, project_name) : undefined,
+          type !== undefined ? eq(projects.type, type) : undefined,
+        ),
+      )
+      .orderBy(asc(projects.createdAt), asc(projects.id))
+      .limit(1000);
+    return c.json(rows.map(projectShape), 200);
+  });
+
+  app.openapi(createProject, async (c) => {
+    const { name, type } = c.req.valid("json");
+    const principal = c.get("principal");
+    const db = database(c.env.DB);
+    const now = nowMicros();
+    const [, rows] = await db.batch([
+      db
+        .insert(projects)
+        .values({ id: crypto.randomUUID(), organizationId: principal.organizationId, name, type, createdBy: principal.userId, createdAt: now, updatedAt: now })
+        .onConflictDoNothing({ target: [projects.organizationId, projects.name] }),
+      db
+        .select()
+        .from(projects)
+        .where(and(eq(projects.organizationId, principal.organizationId), eq(projects.name, name)))
+        .limit(1),
+    ]);
+    return c.json(projectShape(rows[0]!), 200);
+  });
+
+  app.openapi(getProject, async (c) => {
+    const { project_id } = c.req.valid("param");
+    const project = await ownedProjectOrThrow(database(c.env.DB), c.get("principal"), project_id);
+    return c.json(projectShape(project), 200);
+  });
+}
