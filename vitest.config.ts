@@ -1,22 +1,44 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
+/**
+ * Two test projects:
+ * - `workers`: everything under test/ except test/node, run inside workerd with real D1 and
+ *   Queues (the same migrations folder that `wrangler d1 migrations apply` uses).
+ * - `node`: test/node, plain Node processes that start the real service (`wrangler dev`), the
+ *   admin command line or the `galileo` SDK, as a user would.
+ */
 export default defineConfig(async () => {
-  // The same migrations folder that `wrangler d1 migrations apply` uses.
   const migrations = await readD1Migrations("migrations");
   return {
-    plugins: [
-      cloudflareTest({
-        wrangler: { configPath: "./wrangler.toml" },
-        miniflare: {
-          bindings: { TEST_MIGRATIONS: migrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
-        },
-      }),
-    ],
     test: {
-      include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**"],
-      setupFiles: ["./test/support/apply-migrations.ts"],
+      projects: [
+        {
+          plugins: [
+            cloudflareTest({
+              wrangler: { configPath: "./wrangler.toml" },
+              miniflare: {
+                bindings: { TEST_MIGRATIONS: migrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
+              },
+            }),
+          ],
+          test: {
+            name: "workers",
+            include: ["test/**/*.test.ts"],
+            exclude: ["test/node/**"],
+            setupFiles: ["./test/support/apply-migrations.ts"],
+          },
+        },
+        {
+          test: {
+            name: "node",
+            environment: "node",
+            include: ["test/node/**/*.test.ts"],
+            testTimeout: 180_000,
+            hookTimeout: 180_000,
+          },
+        },
+      ],
     },
   };
 });
