@@ -2,6 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { database } from "../db/client";
 import { HTTPValidationError, ErrorDetail } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
+import { RequestValidationError } from "../http/errors";
+import { toValidationErrors } from "../http/validation-errors";
 import { unauthorized } from "./authenticate";
 import { principalFromApiKey, principalFromPassword } from "./principal-store";
 import { issueToken } from "./tokens";
@@ -56,7 +58,11 @@ const apiKeyLogin = createRoute({
 /** Mounted both at the root and under /v2 (a client whose base URL ends in /v2 logs in there). */
 export function registerLogin(app: Router): void {
   app.openapi(passwordLogin, async (c) => {
-    const form = c.req.header("content-type")?.includes("json") ? c.req.valid("json") : c.req.valid("form");
+    const contentType = c.req.header("content-type");
+    // With an optional body and two media types, a request without a body reaches the handler
+    // unvalidated: answer what FastAPI answers for an empty form (both fields missing).
+    if (!contentType) throw new RequestValidationError(toValidationErrors("body", PasswordForm.safeParse({}).error?.issues ?? [], {}));
+    const form = contentType.includes("json") ? c.req.valid("json") : c.req.valid("form");
     const principal = await principalFromPassword(database(c.env.DB), form.username, form.password);
     if (!principal) throw unauthorized("Incorrect username or password");
     return c.json(await issueToken(c.env, principal), 200);

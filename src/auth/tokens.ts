@@ -42,7 +42,10 @@ export async function issueToken(env: Env, principal: Principal): Promise<Issued
 export async function principalFromToken(env: Env, token: string): Promise<Principal | undefined> {
   try {
     const payload = await verify(token, secretOf(env), "HS256");
-    const { sub, org, role, email } = payload as Record<string, unknown>;
+    const { sub, org, role, email, exp } = payload as Record<string, unknown>;
+    // `verify` accepts a token without `exp`; every token we issue has one, so one without it
+    // was not issued by us and must not live for ever.
+    if (typeof exp !== "number") return undefined;
     if (typeof sub !== "string" || typeof org !== "string" || typeof email !== "string") return undefined;
     if (role !== "admin" && role !== "member") return undefined;
     return { userId: sub, organizationId: org, role, email };
