@@ -3,6 +3,7 @@ import { authenticate } from "./auth/authenticate";
 import { registerLogin } from "./auth/login-routes";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { createRouter } from "./http/create-router";
+import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
 import { jsonBody, requestId } from "./http/middleware";
@@ -31,6 +32,7 @@ function protectedRoutes() {
 
 export function createApp() {
   const app = createRouter();
+  app.use("*", d1RoundTrips);
   app.use("*", requestId);
   app.use("*", jsonBody);
   app.onError(onError);
