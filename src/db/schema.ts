@@ -275,6 +275,46 @@ export const runColumns = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.recordType, t.columnId] })],
 );
 
+/**
+ * Updates (`PATCH /traces/{id}`, `PATCH /spans/{id}`) that arrived before the record they update.
+ * Streaming clients send a record and its update concurrently (the `galileo` SDK often delivers a
+ * trace's final update before the trace itself); the update is held here, keyed by the run it
+ * was sent for, and applied in the same batch that finally writes the record. A null field
+ * leaves the record's value alone. Rows whose record never arrives expire (see
+ * src/ingest/streaming-patches.ts).
+ */
+export const recordPatches = sqliteTable(
+  "record_patches",
+  {
+    recordId: text("record_id").notNull(),
+    runId: text("run_id")
+      .notNull()
+      .references(() => runs.id),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    projectId: text("project_id").notNull(),
+    /** `trace` or `span`: the update applies only to a record of that family. */
+    recordType: text("record_type").notNull(),
+    input: text("input"),
+    inputIsJson: integer("input_is_json"),
+    output: text("output"),
+    outputIsJson: integer("output_is_json"),
+    statusCode: integer("status_code"),
+    /** JSON array of strings: replaces the record's tags. */
+    tags: text("tags"),
+    isComplete: integer("is_complete"),
+    durationNs: real("duration_ns"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.recordId, t.runId] }),
+    // Expiry of updates whose record never arrived, oldest first.
+    index("record_patches_created").on(t.createdAt),
+  ],
+);
+
 export const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
