@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { database } from "../src/db/client";
 import { organizations } from "../src/db/schema";
 import type { AppEnv } from "../src/http/app-env";
-import { countingD1, d1RoundTrips, type RoundTripCounter } from "../src/http/d1-round-trips";
+import { countingD1, type D1Call, d1RoundTrips, observeD1, type RoundTripCounter } from "../src/http/d1-round-trips";
 import { call } from "./support/client";
 import { createTenant } from "./support/tenants";
 
@@ -77,6 +77,32 @@ describe("countingD1", () => {
     await expect(db.prepare("SELECT * FROM no_such_table").all()).rejects.toThrow();
     await expect(db.batch([db.prepare("SELECT 1"), db.prepare("SELECT * FROM no_such_table")])).rejects.toThrow();
     expect(counter.count).toBe(2);
+  });
+});
+
+describe("observeD1", () => {
+  it("reports each round trip with the statements and parameters it carried", async () => {
+    const calls: D1Call[] = [];
+    const db = observeD1(env.DB, (call) => calls.push(call));
+    await db.prepare("SELECT ?1 AS a").bind("x").first();
+    await db.batch([db.prepare("SELECT 1"), db.prepare("SELECT ?1, ?2").bind(2, null)]);
+    await db.exec("SELECT 3");
+    expect(calls).toEqual([
+      { statements: [{ sql: "SELECT ?1 AS a", params: ["x"] }] },
+      { statements: [{ sql: "SELECT 1", params: [] }, { sql: "SELECT ?1, ?2", params: [2, null] }] },
+      { statements: [{ sql: "SELECT 3", params: [] }] },
+    ]);
+  });
+
+  it("stacks: a counting view over an observed view counts and reports the same calls", async () => {
+    const calls: D1Call[] = [];
+    const counter = { count: 0 };
+    const db = countingD1(observeD1(env.DB, (call) => calls.push(call)), counter);
+    const results = await db.batch([db.prepare("SELECT ?1 AS n").bind(4), db.prepare("SELECT 5 AS n")]);
+    expect(results.map((r) => r.results)).toEqual([[{ n: 4 }], [{ n: 5 }]]);
+    expect(await db.prepare("SELECT 6 AS n").first("n")).toBe(6);
+    expect(counter.count).toBe(2);
+    expect(calls.map((c) => c.statements.map((s) => s.sql))).toEqual([["SELECT ?1 AS n", "SELECT 5 AS n"], ["SELECT 6 AS n"]]);
   });
 });
 

@@ -15,67 +15,79 @@ import type { AppEnv } from "./app-env";
 
 export const ROUND_TRIPS_METRIC = "d1";
 
-export interface RoundTripCounter {
-  count: number;
+/** One round trip: the statements it carried (one for a prepared statement or `exec`). */
+export interface D1Call {
+  statements: { sql: string; params: readonly unknown[] }[];
 }
 
+export type D1CallObserver = (call: D1Call) => void;
+
 /**
- * A prepared statement that counts its executions. It keeps the statement it wraps so that
+ * A prepared statement that reports its executions. It keeps the statement it wraps so that
  * `batch()` can hand the runtime's own statements back to the runtime, which reads their
  * internals and would reject a wrapper.
  */
-class CountingStatement implements D1PreparedStatement {
+class ObservedStatement implements D1PreparedStatement {
   constructor(
     readonly inner: D1PreparedStatement,
-    private readonly counter: RoundTripCounter,
+    private readonly observer: D1CallObserver,
+    readonly sql: string,
+    readonly params: readonly unknown[] = [],
   ) {}
 
+  private executed(): void {
+    this.observer({ statements: [{ sql: this.sql, params: this.params }] });
+  }
+
   bind(...values: unknown[]): D1PreparedStatement {
-    return new CountingStatement(this.inner.bind(...values), this.counter);
+    return new ObservedStatement(this.inner.bind(...values), this.observer, this.sql, values);
   }
 
   first<T = unknown>(colName: string): Promise<T | null>;
   first<T = Record<string, unknown>>(): Promise<T | null>;
   first<T>(colName?: string): Promise<T | null> {
-    this.counter.count += 1;
+    this.executed();
     return colName === undefined ? this.inner.first<T>() : this.inner.first<T>(colName);
   }
 
   run<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    this.counter.count += 1;
+    this.executed();
     return this.inner.run<T>();
   }
 
   all<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    this.counter.count += 1;
+    this.executed();
     return this.inner.all<T>();
   }
 
   raw<T = unknown[]>(options: { columnNames: true }): Promise<[string[], ...T[]]>;
   raw<T = unknown[]>(options?: { columnNames?: false }): Promise<T[]>;
   raw<T = unknown[]>(options?: { columnNames?: boolean }): Promise<[string[], ...T[]] | T[]> {
-    this.counter.count += 1;
+    this.executed();
     return options?.columnNames ? this.inner.raw<T>({ columnNames: true }) : this.inner.raw<T>({ columnNames: false });
   }
 }
 
-function unwrap(statements: D1PreparedStatement[]): D1PreparedStatement[] {
-  return statements.map((s) => (s instanceof CountingStatement ? s.inner : s));
+/** Reports a batch and returns the statements it wraps (one layer: wrappers may be stacked). */
+function observedBatch(statements: D1PreparedStatement[], observer: D1CallObserver): D1PreparedStatement[] {
+  observer({
+    statements: statements.map((s) => (s instanceof ObservedStatement ? { sql: s.sql, params: s.params } : { sql: "<unobserved statement>", params: [] })),
+  });
+  return statements.map((s) => (s instanceof ObservedStatement ? s.inner : s));
 }
 
-class CountingSession implements D1DatabaseSession {
+class ObservedSession implements D1DatabaseSession {
   constructor(
     private readonly inner: D1DatabaseSession,
-    private readonly counter: RoundTripCounter,
+    private readonly observer: D1CallObserver,
   ) {}
 
   prepare(query: string): D1PreparedStatement {
-    return new CountingStatement(this.inner.prepare(query), this.counter);
+    return new ObservedStatement(this.inner.prepare(query), this.observer, query);
   }
 
   batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-    this.counter.count += 1;
-    return this.inner.batch<T>(unwrap(statements));
+    return this.inner.batch<T>(observedBatch(statements, this.observer));
   }
 
   getBookmark(): D1SessionBookmark | null {
@@ -83,39 +95,52 @@ class CountingSession implements D1DatabaseSession {
   }
 }
 
-class CountingDatabase implements D1Database {
+class ObservedDatabase implements D1Database {
   constructor(
     private readonly inner: D1Database,
-    private readonly counter: RoundTripCounter,
+    private readonly observer: D1CallObserver,
   ) {}
 
   prepare(query: string): D1PreparedStatement {
-    return new CountingStatement(this.inner.prepare(query), this.counter);
+    return new ObservedStatement(this.inner.prepare(query), this.observer, query);
   }
 
   batch<T = unknown>(statements: D1PreparedStatement[]): Promise<D1Result<T>[]> {
-    this.counter.count += 1;
-    return this.inner.batch<T>(unwrap(statements));
+    return this.inner.batch<T>(observedBatch(statements, this.observer));
   }
 
   exec(query: string): Promise<D1ExecResult> {
-    this.counter.count += 1;
+    this.observer({ statements: [{ sql: query, params: [] }] });
     return this.inner.exec(query);
   }
 
   withSession(constraintOrBookmark?: D1SessionBookmark | D1SessionConstraint): D1DatabaseSession {
-    return new CountingSession(this.inner.withSession(constraintOrBookmark), this.counter);
+    return new ObservedSession(this.inner.withSession(constraintOrBookmark), this.observer);
   }
 
   dump(): Promise<ArrayBuffer> {
-    this.counter.count += 1;
+    this.observer({ statements: [] });
     return this.inner.dump();
   }
 }
 
+/**
+ * A D1 binding that tells `observer` about every round trip made through it, with the
+ * statements it carried. The statements are the caller's own objects: nothing is copied.
+ */
+export function observeD1(db: D1Database, observer: D1CallObserver): D1Database {
+  return new ObservedDatabase(db, observer);
+}
+
+export interface RoundTripCounter {
+  count: number;
+}
+
 /** A D1 binding that adds one to `counter.count` for every round trip made through it. */
 export function countingD1(db: D1Database, counter: RoundTripCounter): D1Database {
-  return new CountingDatabase(db, counter);
+  return observeD1(db, () => {
+    counter.count += 1;
+  });
 }
 
 export function roundTripsHeader(count: number): string {
