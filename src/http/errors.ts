@@ -43,20 +43,31 @@ function clientFaultFromDatabase(error: unknown): ApiError | undefined {
   return undefined;
 }
 
-export const onError: ErrorHandler = (error, c) => {
+/** The body as text, for a 422 that echoes what could not be read (empty if unreadable). */
+async function rawBodyText(c: Context): Promise<string> {
+  try {
+    return await c.req.text();
+  } catch {
+    return "";
+  }
+}
+
+export const onError: ErrorHandler = async (error, c) => {
   if (error instanceof RequestValidationError) return validationResponse(c, error.items);
   if (error instanceof ApiError) {
     for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
     return c.json({ detail: error.detail }, error.status);
   }
   if (error instanceof HTTPException) {
-    // Raised by Hono's own body parsing: a body that is not the declared media type.
+    // Raised by Hono's own body parsing: a body that is not the declared media type. FastAPI
+    // validates such a body as raw bytes, so its 422 echoes them as `input`.
     if (error.status === 415 || error.status === 400) {
       return validationResponse(c, [
         {
           loc: ["body"],
           msg: "Input should be a valid dictionary or object to extract fields from",
           type: "model_attributes_type",
+          input: await rawBodyText(c),
         },
       ]);
     }

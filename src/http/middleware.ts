@@ -11,6 +11,33 @@ export const requestId: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.header("x-request-id", id);
 };
 
+/**
+ * Deepest JSON nesting a body may have. Validating recursive schemas (spans nested in spans) costs
+ * stack per level and overflowed near 1,600 levels; 512 levels (about 250 nested spans) is far
+ * beyond any real trace. Pydantic's JSON parser refuses deep bodies the same way (json_invalid).
+ */
+export const MAX_JSON_DEPTH = 512;
+
+/** Nesting depth of a parsed JSON value, computed without recursion. */
+function jsonDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== "object") continue;
+    if (depth > deepest) deepest = depth;
+    if (deepest > MAX_JSON_DEPTH) return deepest;
+    for (const child of Object.values(current)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** Where JSON.parse stopped ("... at position 13 ..."), as FastAPI puts it in `loc`. */
+function errorPosition(message: string): number {
+  const match = /at position (\d+)/.exec(message);
+  return match ? Number(match[1]) : 0;
+}
+
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
 const METHODS_WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
 
@@ -28,16 +55,23 @@ export const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
     (c.req.bodyCache as Record<string, unknown>).text = Promise.resolve("{}");
     return next();
   }
+  let parsed: unknown;
   try {
-    JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch (error) {
+    const message = error instanceof Error ? error.message : "invalid JSON";
+    return validationResponse(c, [
+      { loc: ["body", errorPosition(message)], msg: "JSON decode error", type: "json_invalid", input: {}, ctx: { error: message } },
+    ]);
+  }
+  if (jsonDepth(parsed) > MAX_JSON_DEPTH) {
     return validationResponse(c, [
       {
-        loc: ["body", 0],
+        loc: ["body"],
         msg: "JSON decode error",
         type: "json_invalid",
         input: {},
-        ctx: { error: error instanceof Error ? error.message : "invalid JSON" },
+        ctx: { error: `recursion limit exceeded: JSON nested deeper than ${MAX_JSON_DEPTH} levels` },
       },
     ]);
   }

@@ -5,7 +5,7 @@
  * Schemas that need a Pydantic code zod has no issue for (bool_parsing, uuid_parsing, ...) raise a
  * custom issue with `params.pydantic = {type, msg, ctx}`; this module passes those through.
  */
-import type { z } from "zod";
+import { z } from "zod";
 
 export type Location = "body" | "query" | "path" | "header" | "form";
 
@@ -49,6 +49,32 @@ function plural(n: number | bigint, word: string): string {
   return `${n} ${word}${Number(n) === 1 ? "" : "s"}`;
 }
 
+const INTEGER_TYPE_ERROR = "Input should be a valid integer";
+const INTEGER_FORMATS = new Set(["safeint", "int32", "uint32", "int64", "uint64"]);
+
+interface NumberDef {
+  type?: string;
+  format?: string;
+  checks?: { _zod?: { def?: { check?: string; format?: string } } }[];
+}
+
+function isIntegerSchema(inst: unknown): boolean {
+  const def = (inst as { _zod?: { def?: NumberDef } } | undefined)?._zod?.def;
+  if (def?.type !== "number") return false;
+  if (INTEGER_FORMATS.has(def.format ?? "")) return true;
+  return (def.checks ?? []).some((c) => c._zod?.def?.check === "number_format" && INTEGER_FORMATS.has(c._zod.def.format ?? ""));
+}
+
+/*
+ * zod reports a non-number sent to an integer field as `expected: "number"`, exactly as for a
+ * float field, where Pydantic says int_type / int_parsing. The schema that raised an issue is
+ * visible only while zod finalizes it, so this global error map gives integer fields' type errors
+ * Pydantic's message, by which `describe` recognises them.
+ */
+z.config({
+  customError: (issue) => (issue.code === "invalid_type" && isIntegerSchema(issue.inst) ? INTEGER_TYPE_ERROR : undefined),
+});
+
 const TYPE_BY_EXPECTED: Record<string, [string, string]> = {
   string: ["string_type", "Input should be a valid string"],
   number: ["float_type", "Input should be a valid number"],
@@ -66,11 +92,21 @@ function describe(issue: Issue, input: unknown): Omit<ValidationErrorItem, "loc"
   switch (issue.code) {
     case "invalid_type": {
       if (input === MISSING || input === undefined) return { type: "missing", msg: "Field required" };
+      if (issue.expected === "int" || issue.message === INTEGER_TYPE_ERROR) {
+        if (typeof input === "string") {
+          return { type: "int_parsing", msg: "Input should be a valid integer, unable to parse string as an integer" };
+        }
+        if (typeof input === "number") {
+          return { type: "int_from_float", msg: "Input should be a valid integer, got a number with a fractional part" };
+        }
+        return { type: "int_type", msg: INTEGER_TYPE_ERROR };
+      }
       if (issue.expected === "number" && typeof input === "string") {
         return { type: "float_parsing", msg: "Input should be a valid number, unable to parse string as a number" };
       }
-      if (issue.expected === "int" && typeof input === "string") {
-        return { type: "int_parsing", msg: "Input should be a valid integer, unable to parse string as an integer" };
+      // Pydantic tries to read strings and numbers as booleans ("yes", 0) before giving up.
+      if (issue.expected === "boolean" && (typeof input === "string" || typeof input === "number")) {
+        return { type: "bool_parsing", msg: "Input should be a valid boolean, unable to interpret input" };
       }
       const known = TYPE_BY_EXPECTED[issue.expected];
       if (known) return { type: known[0], msg: known[1] };
