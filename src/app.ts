@@ -8,6 +8,7 @@ import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
 import { jsonBody, requestId } from "./http/middleware";
 import { registerIngest } from "./ingest/ingest-routes";
+import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
 
@@ -26,6 +27,7 @@ function protectedRoutes() {
   registerProjects(router);
   registerRuns(router);
   registerIngest(router);
+  registerStreamingIngest(router);
   registerAvailableColumns(router);
   return router;
 }

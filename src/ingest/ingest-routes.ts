@@ -7,6 +7,8 @@ import { ownedRunWithProject } from "../projects/run-access";
 import { type RunSelector, refineRunSelector, runSelectorOf } from "../projects/run-selector";
 import { CreateSessionRequest, IngestResponse, IngestTracesRequest } from "./ingest-schemas";
 import { type IngestContext, type RecordBatch, sessionRows, traceRows } from "./record-rows";
+import { linkStoredSpansStatements } from "./streaming-links";
+import { heldPatchStatements } from "./streaming-patches";
 import { recordWriteStatements } from "./write-records";
 import { z } from "@hono/zod-openapi";
 
@@ -63,7 +65,15 @@ export async function ingestInto(
 ) {
   const run = await ownedRunWithProject(database(d1), principal, projectId, selector);
   const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), ...defaults });
-  await d1.batch(recordWriteStatements(d1, batch, { organizationId: principal.organizationId, runId: run.runId }));
+  // Streaming clients may have sent spans of these traces, or updates of these records, before
+  // the records themselves: link the spans first (streaming-links.ts), apply the held updates
+  // last (streaming-patches.ts). Both are no-ops for a batch nobody streamed ahead of.
+  const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
+  await d1.batch([
+    ...linkStoredSpansStatements(d1, batch, run.runId),
+    ...recordWriteStatements(d1, batch, { organizationId: principal.organizationId, runId: run.runId }),
+    ...heldPatchStatements(d1, patchable, run.runId),
+  ]);
   return { run, batch };
 }
 

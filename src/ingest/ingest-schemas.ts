@@ -9,8 +9,11 @@ import { runSelectorShape } from "../projects/run-selector";
  */
 const Timestamp = z.iso.datetime({ offset: true, local: true }).openapi({ format: "date-time" });
 
-/** Free-form input or output: a string, a message, a list of messages or documents, or null. */
-const Content = z
+/**
+ * Free-form input or output: a string, a message, a list of messages or documents, or null.
+ * Exported for the streaming updates (src/ingest/streaming-schemas.ts), which accept the same.
+ */
+export const Content = z
   .union([z.string(), z.array(z.any()), z.record(z.string(), z.any()), z.number(), z.boolean()])
   .nullish()
   .openapi({ description: "A string, or structured content (messages, documents)." });

@@ -104,7 +104,7 @@ export function storedContent(value: Content, normalize: (v: unknown) => unknown
 }
 
 /** Retriever documents: `page_content` is accepted as an alias of `content`. */
-function normalizeDocuments(value: unknown): unknown {
+export function normalizeDocuments(value: unknown): unknown {
   if (!Array.isArray(value)) return value;
   return value.map((doc) => {
     if (doc && typeof doc === "object" && !("content" in doc) && "page_content" in doc) {
@@ -298,6 +298,19 @@ export function traceRows(traces: IngestTrace[], ctx: IngestContext): RecordBatc
     builder.add(row, metadataOf(trace.user_metadata), trace.tags ?? [], metricsOf(trace.metrics));
     for (const span of trace.spans ?? []) addSpan(builder, span, { id, family: "trace" }, id, sessionId, createdAt);
   }
+  return builder.batch;
+}
+
+/**
+ * Rows for spans posted on their own (streaming: `POST /projects/{pid}/spans`) under a trace
+ * and a parent that may not have arrived yet. The top-level spans hang from `parentId` (the trace
+ * itself when it equals `traceId`); nested spans from their container, as in `traceRows`. The
+ * session is unknown here: it is copied from the trace by src/ingest/streaming-links.ts.
+ */
+export function spanRows(spans: IngestSpan[], under: { traceId: string; parentId: string }, ctx: IngestContext): RecordBatch {
+  const builder = new BatchBuilder(ctx);
+  const parent = { id: under.parentId, family: (under.parentId === under.traceId ? "trace" : "span") as RecordFamily };
+  for (const span of spans) addSpan(builder, span, parent, under.traceId, null, ctx.nowMicros);
   return builder.batch;
 }
 
