@@ -2,6 +2,7 @@ import { Scalar } from "@scalar/hono-api-reference";
 import { authenticate } from "./auth/authenticate";
 import { registerLogin } from "./auth/login-routes";
 import { registerAvailableColumns } from "./columns/available-columns-route";
+import { registerDeletion } from "./deletion/deletion-routes";
 import { createRouter } from "./http/create-router";
 import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
@@ -11,6 +12,7 @@ import { registerIngest } from "./ingest/ingest-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
+import { registerSearch } from "./search/search-handler";
 
 /** Routes that need no credentials, served at the root and under /v2. */
 function publicRoutes() {
@@ -29,6 +31,8 @@ function protectedRoutes() {
   registerIngest(router);
   registerStreamingIngest(router);
   registerAvailableColumns(router);
+  registerSearch(router);
+  registerDeletion(router);
   return router;
 }
 

@@ -1,4 +1,5 @@
 import { createApp } from "./app";
+import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env } from "./env";
 
 const app = createApp();
@@ -15,4 +16,5 @@ function withDefaultContentType(request: Request): Request {
 
 export default {
   fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
+  queue: (batch, env) => handleDeletionQueue(batch, env),
 } satisfies ExportedHandler<Env, DeletionMessage>;

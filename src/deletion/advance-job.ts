@@ -1,0 +1,46 @@
+/**
+ * Advances a deletion job chunk by chunk within a budget. Used alike by the queue consumer (per
+ * message) and by `immediate=true` requests. All state lives in the job row and in what is left
+ * to delete, so any number of calls, in any order, repeated or concurrent, converge on the same
+ * end: every matching subtree gone, progress equal to the records removed.
+ */
+import { type WorkBudget, chunkLimits, deletionTestSeam } from "./deletion-budgets";
+import { type DeletionCounts, deletionJobById } from "./deletion-jobs";
+import { deleteChunk } from "./delete-chunk";
+
+export type AdvanceResult =
+  /** No deletion job has this id. */
+  | { state: "missing" }
+  /** The job is over (now, or before this call): nothing was or will be deleted for it any more. */
+  | { state: "completed" | "failed"; progress: DeletionCounts }
+  /** The budget ran out while matching records remain. */
+  | { state: "unfinished"; progress: DeletionCounts };
+
+const total = (c: DeletionCounts) => c.sessions + c.traces + c.spans;
+
+export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudget): Promise<AdvanceResult> {
+  const job = await deletionJobById(d1, jobId);
+  if (!job) return { state: "missing" };
+  if (job.status === "completed" || job.status === "failed") {
+    return { state: job.status, progress: job.progress };
+  }
+  const started = Date.now();
+  let deleted = 0;
+  let before = total(job.progress);
+  for (;;) {
+    const chunk = await deleteChunk(d1, job, chunkLimits());
+    if (chunk.status === "completed" || chunk.status === "failed") return { state: chunk.status, progress: chunk.progress };
+    // Progress only grows; what another delivery of the same job removed meanwhile counts
+    // against this budget too, which only makes the budget safer.
+    const removed = total(chunk.progress) - before;
+    before += removed;
+    // A chunk of an active job always removes something while matches remain (see deletion-sql.ts):
+    // if it did not, looping would spin for ever, so let the retry and dead-letter path decide.
+    if (removed <= 0) throw new Error(`deletion job ${job.id}: a chunk made no progress while matches remain`);
+    deleted += removed;
+    await deletionTestSeam.afterChunk?.(job.id);
+    if (Date.now() - started >= budget.maxMillis || deleted >= budget.maxRecords) {
+      return { state: "unfinished", progress: chunk.progress };
+    }
+  }
+}

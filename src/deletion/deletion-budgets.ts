@@ -1,0 +1,60 @@
+/**
+ * How much deletion work one statement, one chunk, one queue message and one request may do.
+ * The figures behind them are in docs/deletion.md ("Budgets").
+ */
+
+export interface ChunkLimits {
+  /** Matching sessions and traces looked at per chunk. */
+  roots: number;
+  /** Traces of the matching sessions looked at per chunk. */
+  sessionTraces: number;
+  /** Spans deleted per chunk at most. */
+  spans: number;
+}
+
+export interface WorkBudget {
+  /** No new chunk starts once this much wall time has passed. */
+  maxMillis: number;
+  /** No new chunk starts once this many records have been deleted. */
+  maxRecords: number;
+}
+
+/**
+ * One chunk deletes at most 500 spans, 300 traces and 100 sessions, each kind in one statement,
+ * all in one atomic batch. Deleting a record costs about 0.1 ms of index upkeep (the record's eight
+ * indexes and its metadata, tag and metric rows), so a chunk holds the database for tens of
+ * milliseconds: a search that arrives meanwhile waits for one chunk, not for the job.
+ */
+export const CHUNK_LIMITS: Readonly<ChunkLimits> = { roots: 100, sessionTraces: 200, spans: 500 };
+
+/** `immediate=true`: what the request itself deletes before handing the rest to the queue. */
+export const IMMEDIATE_BUDGET: Readonly<WorkBudget> = { maxMillis: 5_000, maxRecords: 10_000 };
+
+/**
+ * One queue message: then a continuation is enqueued, so one long job never holds the consumer
+ * (max_concurrency 1) for long, and every message stays far inside the 15-minute wall limit of a
+ * consumer invocation even with a full batch of 10 messages.
+ */
+export const MESSAGE_BUDGET: Readonly<WorkBudget> = { maxMillis: 20_000, maxRecords: 200_000 };
+
+/** Delay before the next attempt of a failed message: 2, 4, 8, ... seconds, capped at 10 minutes. */
+export function retryDelaySeconds(attempts: number): number {
+  return Math.min(2 ** Math.max(1, attempts), 600);
+}
+
+/**
+ * Test-only seam. Nothing in a request or a queue message can reach it: only code running inside
+ * the worker's isolate (the test suite) can set it. It lets tests drive many chunks on small
+ * datasets, exhaust a budget on purpose, and crash a consumer between two committed chunks.
+ */
+export const deletionTestSeam: {
+  chunkLimits?: ChunkLimits;
+  immediateBudget?: WorkBudget;
+  messageBudget?: WorkBudget;
+  /** Called after each committed chunk; a throw here is a crash between chunks. */
+  afterChunk?: (jobId: string) => void | Promise<void>;
+} = {};
+
+export const chunkLimits = (): ChunkLimits => deletionTestSeam.chunkLimits ?? CHUNK_LIMITS;
+export const immediateBudget = (): WorkBudget => deletionTestSeam.immediateBudget ?? IMMEDIATE_BUDGET;
+export const messageBudget = (): WorkBudget => deletionTestSeam.messageBudget ?? MESSAGE_BUDGET;

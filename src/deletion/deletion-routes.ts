@@ -1,0 +1,120 @@
+/**
+ * `POST /v2/org-jobs/delete-by-metadata` and `GET /v2/org-jobs/{job_id}` (contract, section 6).
+ * Both are for organization admins: deletion jobs name metadata values (often a person's
+ * identifier), which members have no need to read.
+ */
+import { createRoute } from "@hono/zod-openapi";
+import type { Context, MiddlewareHandler } from "hono";
+import { requireAdmin } from "../auth/authenticate";
+import type { AppEnv } from "../http/app-env";
+import { commonErrorResponses, ErrorDetail } from "../http/common-schemas";
+import type { Router } from "../http/create-router";
+import { notFound } from "../http/errors";
+import { countDeletionSet } from "./count-deletion-set";
+import { describeCounts, jobAnswer, organizationJob } from "./deletion-jobs";
+import {
+  DeleteByMetadataQuery,
+  JobIdParam,
+  OrgJob,
+  OrgMetadataDeleteRequest,
+  OrgMetadataDeleteResponse,
+} from "./deletion-schemas";
+import { anyMatch, deleteWithinRequest, startQueuedDeletion } from "./start-deletion";
+
+/** Before body validation, so a member learns nothing but "not allowed". */
+const adminOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
+  requireAdmin(c.get("principal"));
+  await next();
+};
+
+const forbidden = { 403: { content: { "application/json": { schema: ErrorDetail } }, description: "The caller is not an organization admin" } };
+
+const deleteByMetadata = createRoute({
+  method: "post",
+  path: "/org-jobs/delete-by-metadata",
+  tags: ["Organization jobs"],
+  summary: "Delete every session and trace of the organization whose user_metadata[key] equals value",
+  description: [
+    "Deletes, in every project and run of the caller's organization, each session and trace whose `user_metadata[metadata_key]` equals `metadata_value` exactly, with all traces of such a session, all spans of such traces, and their metadata, tags and metrics.",
+    "Default: a job is queued and its id returned at once; follow it with `GET /v2/org-jobs/{job_id}`. `immediate=true` deletes inside the request up to a fixed budget (5 s or 10,000 records): if that finishes, `job_id` is null and `deleted` gives the counts, otherwise the rest continues as the returned job. `dry_run=true` only counts (`would_delete`).",
+    "`job_id` is null when nothing matches. Admins only.",
+  ].join("\n\n"),
+  middleware: [adminOnly] as const,
+  request: {
+    query: DeleteByMetadataQuery,
+    body: { content: { "application/json": { schema: OrgMetadataDeleteRequest } }, required: true },
+  },
+  responses: {
+    200: { content: { "application/json": { schema: OrgMetadataDeleteResponse } }, description: "Queued, done, or counted" },
+    ...forbidden,
+    ...commonErrorResponses,
+  },
+});
+
+const getOrgJob = createRoute({
+  method: "get",
+  path: "/org-jobs/{job_id}",
+  tags: ["Organization jobs"],
+  summary: "Status and progress of an organization job",
+  description: "Another organization's job is a 404. Admins only.",
+  middleware: [adminOnly] as const,
+  request: { params: JobIdParam },
+  responses: {
+    200: { content: { "application/json": { schema: OrgJob } }, description: "The job" },
+    ...forbidden,
+    ...commonErrorResponses,
+  },
+});
+
+/** The execution context's waitUntil where there is one (always, inside workerd). */
+function waitUntilOf(c: Context<AppEnv>): (work: Promise<unknown>) => void {
+  try {
+    const ctx = c.executionCtx;
+    return (work) => ctx.waitUntil(work);
+  } catch {
+    return () => undefined;
+  }
+}
+
+export function registerDeletion(app: Router): void {
+  app.openapi(deleteByMetadata, async (c) => {
+    const { immediate, dry_run } = c.req.valid("query");
+    const { metadata_key, metadata_value } = c.req.valid("json");
+    const principal = c.get("principal");
+    const selector = { organizationId: principal.organizationId, key: metadata_key, value: metadata_value };
+    const what = `user_metadata[${JSON.stringify(metadata_key)}] = ${JSON.stringify(metadata_value)}`;
+
+    if (dry_run) {
+      const counts = await countDeletionSet(c.env.DB, selector);
+      return c.json({ job_id: null, message: `Dry run: deleting ${what} would remove ${describeCounts(counts)}. Nothing was deleted.`, would_delete: counts }, 200);
+    }
+    if (!(await anyMatch(c.env.DB, selector))) {
+      return c.json({ job_id: null, message: `No session or trace of the organization has ${what}: nothing to delete.` }, 200);
+    }
+    const submitter = { organizationId: principal.organizationId, userId: principal.userId };
+    const request = { metadata_key, metadata_value, immediate };
+    if (!immediate) {
+      const jobId = await startQueuedDeletion(c.env, submitter, request);
+      return c.json({ job_id: jobId, message: `Deletion of every session and trace with ${what} is queued as job ${jobId}; follow it with GET /v2/org-jobs/${jobId}.` }, 200);
+    }
+    const outcome = await deleteWithinRequest(c.env, submitter, request, waitUntilOf(c));
+    if (outcome.finished) {
+      return c.json({ job_id: null, message: `Deleted ${describeCounts(outcome.deleted)} with ${what}.`, deleted: outcome.deleted }, 200);
+    }
+    return c.json(
+      {
+        job_id: outcome.jobId,
+        message: `Deleted ${describeCounts(outcome.deleted)} with ${what} within the request's budget; the rest continues as job ${outcome.jobId} (GET /v2/org-jobs/${outcome.jobId}).`,
+        deleted: outcome.deleted,
+      },
+      200,
+    );
+  });
+
+  app.openapi(getOrgJob, async (c) => {
+    const { job_id } = c.req.valid("param");
+    const row = await organizationJob(c.env.DB, c.get("principal").organizationId, job_id);
+    if (!row) throw notFound("Job");
+    return c.json(jobAnswer(row), 200);
+  });
+}

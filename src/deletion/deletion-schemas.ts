@@ -1,0 +1,58 @@
+import { z } from "@hono/zod-openapi";
+import { JOB_STATUSES } from "../db/schema";
+import { queryBoolean, Uuid } from "../http/common-schemas";
+
+/** The seed's OrgMetadataDeleteRequest. Unknown keys are ignored (contract, section 1). */
+export const OrgMetadataDeleteRequest = z
+  .object({
+    metadata_key: z.string().min(1).max(256).openapi({ description: "The user_metadata key to match.", example: "user_id" }),
+    metadata_value: z.string().openapi({ description: "The value it must equal exactly (case-sensitive).", example: "u-1234" }),
+  })
+  .openapi("OrgMetadataDeleteRequest");
+
+export const DeleteByMetadataQuery = z.object({
+  immediate: queryBoolean(false).openapi({
+    param: { name: "immediate", in: "query" },
+    description: "Delete inside the request up to a fixed budget; the rest, if any, continues as a queued job.",
+  }),
+  dry_run: queryBoolean(false).openapi({
+    param: { name: "dry_run", in: "query" },
+    description: "Only count what would be deleted; delete nothing and create no job.",
+  }),
+});
+
+const Counts = z.object({ sessions: z.number().int(), traces: z.number().int(), spans: z.number().int() });
+
+export const OrgMetadataDeleteResponse = z
+  .object({
+    job_id: z.string().uuid().nullable().openapi({
+      description: "The job that deletes (or finishes deleting) the records; null when nothing matched, on a dry run, and when an immediate deletion finished within the request.",
+    }),
+    message: z.string(),
+    deleted: Counts.optional().openapi({ description: "immediate=true: the records this request deleted." }),
+    would_delete: Counts.optional().openapi({ description: "dry_run=true: the records a deletion would remove now." }),
+  })
+  .openapi("OrgMetadataDeleteResponse");
+
+export const JobIdParam = z.object({
+  job_id: Uuid.openapi({ param: { name: "job_id", in: "path" } }),
+});
+
+export const OrgJob = z
+  .object({
+    id: z.string().uuid(),
+    organization_id: z.string(),
+    job_name: z.string().openapi({ example: "delete_by_metadata" }),
+    status: z.enum(JOB_STATUSES),
+    request_data: z.object({ metadata_key: z.string(), metadata_value: z.string(), immediate: z.boolean() }),
+    error_message: z.string().nullable(),
+    created_by: z.string().openapi({ description: "The user who submitted the job." }),
+    created_at: z.string().openapi({ format: "date-time" }),
+    updated_at: z.string().openapi({ format: "date-time" }),
+    progress: z.object({
+      sessions_deleted: z.number().int(),
+      traces_deleted: z.number().int(),
+      spans_deleted: z.number().int(),
+    }),
+  })
+  .openapi("OrgJob");

@@ -1,0 +1,173 @@
+/**
+ * Helpers of the deletion tests: seeding through the public ingestion API, full snapshots of the
+ * record tables, the independent computation of what a deletion must remove, and delivery of
+ * queue messages to the worker's real `queue` handler.
+ */
+import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
+import { expect } from "vitest";
+import type { QueueResult } from "cloudflare:test";
+import type { DeletionMessage, Env } from "../src/env";
+import worker from "../src/index";
+import { call } from "./support/client";
+import type { Tenant } from "./support/tenants";
+
+export const DELETION_QUEUE = "trace-store-deletions";
+export const DEAD_LETTER_QUEUE = "trace-store-deletions-dlq";
+
+export interface Run {
+  projectId: string;
+  logStreamId: string;
+}
+
+let projectCounter = 0;
+
+/** A fresh project with one log stream. */
+export async function createRun(tenant: Tenant): Promise<Run> {
+  projectCounter += 1;
+  const project = await call("/v2/projects", { as: tenant, body: { name: `deletion-${projectCounter}-${crypto.randomUUID()}` } });
+  expect(project.status, JSON.stringify(project.body)).toBe(200);
+  const stream = await call(`/v2/projects/${project.body.id}/log_streams`, { as: tenant, body: { name: "default" } });
+  expect(stream.status, JSON.stringify(stream.body)).toBe(200);
+  return { projectId: project.body.id, logStreamId: stream.body.id };
+}
+
+/** A second log stream in the same project. */
+export async function addLogStream(tenant: Tenant, run: Run, name: string): Promise<Run> {
+  const stream = await call(`/v2/projects/${run.projectId}/log_streams`, { as: tenant, body: { name } });
+  expect(stream.status, JSON.stringify(stream.body)).toBe(200);
+  return { projectId: run.projectId, logStreamId: stream.body.id };
+}
+
+export async function postSession(tenant: Tenant, run: Run, session: Record<string, unknown>): Promise<void> {
+  const answer = await call(`/v2/projects/${run.projectId}/sessions`, { as: tenant, body: { log_stream_id: run.logStreamId, ...session } });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+}
+
+export async function postTraces(tenant: Tenant, run: Run, traces: Record<string, unknown>[]): Promise<void> {
+  const answer = await call(`/v2/projects/${run.projectId}/traces`, { as: tenant, body: { log_stream_id: run.logStreamId, traces } });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+}
+
+export type Row = Record<string, unknown>;
+
+export interface Snapshot {
+  records: Row[];
+  record_metadata: Row[];
+  record_tags: Row[];
+  record_metrics: Row[];
+}
+
+const SNAPSHOT_ORDER: Record<keyof Snapshot, string> = {
+  records: "id",
+  record_metadata: "record_id, key",
+  record_tags: "record_id, tag",
+  record_metrics: "record_id, name",
+};
+
+/** Every row of the record tables, every column, in primary-key order. */
+export async function snapshot(): Promise<Snapshot> {
+  const out = {} as Snapshot;
+  for (const [table, order] of Object.entries(SNAPSHOT_ORDER) as [keyof Snapshot, string][]) {
+    out[table] = (await env.DB.prepare(`SELECT * FROM ${table} ORDER BY ${order}`).all<Row>()).results;
+  }
+  return out;
+}
+
+/** The snapshot without the given records and their side rows. */
+export function without(before: Snapshot, deleted: ReadonlySet<string>): Snapshot {
+  return {
+    records: before.records.filter((r) => !deleted.has(r.id as string)),
+    record_metadata: before.record_metadata.filter((r) => !deleted.has(r.record_id as string)),
+    record_tags: before.record_tags.filter((r) => !deleted.has(r.record_id as string)),
+    record_metrics: before.record_metrics.filter((r) => !deleted.has(r.record_id as string)),
+  };
+}
+
+export interface ExpectedDeletion {
+  ids: Set<string>;
+  counts: { sessions: number; traces: number; spans: number };
+}
+
+/**
+ * What deleting user_metadata[key] = value in `organizationId` must remove, computed from the
+ * records' own user_metadata JSON (not from record_metadata, which the implementation uses):
+ * matching sessions; matching traces and the traces of matching sessions; the spans of those
+ * traces and of matching sessions. A child belongs to a parent it names from the same run.
+ */
+export function expectedDeletion(records: Row[], organizationId: string, key: string, value: string): ExpectedDeletion {
+  const matches = (r: Row) => {
+    const metadata = JSON.parse(r.user_metadata as string) as Record<string, unknown>;
+    return Object.hasOwn(metadata, key) && metadata[key] === value;
+  };
+  const inOrg = records.filter((r) => r.organization_id === organizationId);
+  const sessions = inOrg.filter((r) => r.record_type === "session" && matches(r));
+  const sessionKeys = new Set(sessions.map((s) => `${s.run_id}/${s.id}`));
+  const traces = inOrg.filter(
+    (r) => r.record_type === "trace" && (matches(r) || (r.session_id !== null && sessionKeys.has(`${r.run_id}/${r.session_id}`))),
+  );
+  const traceKeys = new Set(traces.map((t) => `${t.run_id}/${t.id}`));
+  const spans = inOrg.filter(
+    (r) =>
+      r.record_type === "span" &&
+      ((r.trace_id !== null && traceKeys.has(`${r.run_id}/${r.trace_id}`)) ||
+        (r.session_id !== null && sessionKeys.has(`${r.run_id}/${r.session_id}`))),
+  );
+  return {
+    ids: new Set([...sessions, ...traces, ...spans].map((r) => r.id as string)),
+    counts: { sessions: sessions.length, traces: traces.length, spans: spans.length },
+  };
+}
+
+export interface Delivery {
+  id: string;
+  attempts: number;
+  body: unknown;
+}
+
+/** Runs the worker's real `queue` handler on one batch and reports its acks and retries. */
+export async function deliver(queue: string, messages: Delivery[], bindings: Env = env): Promise<QueueResult> {
+  const batch = createMessageBatch<DeletionMessage>(
+    queue,
+    messages.map((m) => ({ id: m.id, timestamp: new Date(), attempts: m.attempts, body: m.body as DeletionMessage })),
+  );
+  const ctx = createExecutionContext();
+  await worker.queue(batch, bindings);
+  return getQueueResult(batch, ctx);
+}
+
+/** The worker's bindings with a producer that records what the consumer enqueues instead of sending it. */
+export function capturingBindings(): { bindings: Env; sent: DeletionMessage[] } {
+  const sent: DeletionMessage[] = [];
+  const producer = {
+    send: async (body: DeletionMessage) => {
+      sent.push(body);
+    },
+    sendBatch: async (messages: Iterable<MessageSendRequest<DeletionMessage>>) => {
+      for (const m of messages) sent.push(m.body);
+    },
+  } as unknown as Queue<DeletionMessage>;
+  return { bindings: { ...env, DELETION_QUEUE: producer }, sent };
+}
+
+export async function getJob(tenant: Tenant, jobId: string) {
+  const answer = await call(`/v2/org-jobs/${jobId}`, { as: tenant });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return answer.body;
+}
+
+/** Polls the job until it leaves queued/running; returns every status seen, in order. */
+export async function waitForJob(tenant: Tenant, jobId: string, timeoutMs = 30_000): Promise<{ job: any; seen: string[] }> {
+  const seen: string[] = [];
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const job = await getJob(tenant, jobId);
+    if (seen.at(-1) !== job.status) seen.push(job.status);
+    if (job.status === "completed" || job.status === "failed") return { job, seen };
+    if (Date.now() > deadline) throw new Error(`job ${jobId} still ${job.status} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export function deleteByMetadata(tenant: Tenant, body: unknown, query = "") {
+  return call(`/v2/org-jobs/delete-by-metadata${query}`, { as: tenant, body });
+}
