@@ -2,6 +2,10 @@
  * Creating organizations, users and API keys: the statements are built here once and run either
  * through the D1 binding (tests, seed) or rendered to SQL for `wrangler d1 execute` (the admin
  * command line, locally or with --remote).
+ *
+ * Every statement ends in `RETURNING id`: a user or key for an unknown organization or user is an
+ * INSERT ... SELECT that inserts nothing and fails no constraint, and `wrangler d1 execute --json`
+ * reports no row count for local databases, so the returned row is how a caller knows it worked.
  */
 import { generateApiKey, hashApiKey } from "../auth/api-keys";
 import { hashPassword } from "../auth/passwords";
@@ -18,7 +22,7 @@ function nowMicros(): number {
 export function createOrganization(name: string, id: string = crypto.randomUUID()) {
   return {
     organization_id: id,
-    statements: [{ sql: "INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)", params: [id, name, nowMicros()] }] as Statement[],
+    statements: [{ sql: "INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?) RETURNING id", params: [id, name, nowMicros()] }] as Statement[],
   };
 }
 
@@ -30,7 +34,7 @@ export async function createUser(input: { organizationId: string; email: string;
     statements: [
       {
         sql: `INSERT INTO users (id, organization_id, email, role, password_hash, password_salt, password_iterations, created_at)
-              SELECT ?, id, ?, ?, ?, ?, ?, ? FROM organizations WHERE id = ?`,
+              SELECT ?, id, ?, ?, ?, ?, ?, ? FROM organizations WHERE id = ? RETURNING id`,
         params: [id, input.email.toLowerCase(), input.role, hashed.hash, hashed.salt, hashed.iterations, nowMicros(), input.organizationId],
       },
     ] as Statement[],
@@ -43,7 +47,7 @@ export async function createApiKey(userId: string) {
     api_key: key,
     statements: [
       {
-        sql: "INSERT INTO api_keys (id, user_id, key_hash, created_at) SELECT ?, id, ?, ? FROM users WHERE id = ?",
+        sql: "INSERT INTO api_keys (id, user_id, key_hash, created_at) SELECT ?, id, ?, ? FROM users WHERE id = ? RETURNING id",
         params: [crypto.randomUUID(), await hashApiKey(key), nowMicros(), userId],
       },
     ] as Statement[],

@@ -1,0 +1,121 @@
+/// <reference types="node" />
+/**
+ * Admin command line: creates organizations, users and API keys in the local D1 database that
+ * `npm start` uses (also while it runs), in another local directory (--persist-to), or in the
+ * deployed database (--remote). Each command prints one JSON object on stdout; errors go to
+ * stderr with a non-zero exit status (1: the operation failed, 2: the command line is wrong).
+ *
+ *   npm run --silent admin -- create-org --name "Acme"
+ *   npm run --silent admin -- create-user --org <organization_id> --email a@b.c --password <pw> --role admin
+ *   npm run --silent admin -- create-api-key --user <user_id>
+ */
+import { parseArgs } from "node:util";
+import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role } from "./lib/admin-commands";
+import { type D1Target, WranglerError } from "./lib/wrangler";
+
+const USAGE = `Usage: npm run --silent admin -- <command> [options] [--local | --remote] [--persist-to DIR]
+
+Commands:
+  create-org      --name NAME
+  create-user     --org ORGANIZATION_ID --email EMAIL --password PASSWORD --role admin|member
+  create-api-key  --user USER_ID
+
+Where:
+  --local            the local database of \`npm start\` / \`wrangler dev\` (default)
+  --persist-to DIR   a local database kept in DIR (as \`wrangler dev --persist-to DIR\`)
+  --remote           the deployed database (wrangler must be logged in, or CLOUDFLARE_API_TOKEN set)
+
+Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key"} (shown once,
+only its hash is stored).`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const MIN_PASSWORD_LENGTH = 8;
+
+class UsageError extends Error {}
+
+function required(values: Record<string, unknown>, name: string): string {
+  const value = values[name];
+  if (typeof value !== "string" || value.trim() === "") throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+function uuidOption(values: Record<string, unknown>, name: string): string {
+  const value = required(values, name).trim().toLowerCase();
+  if (!UUID.test(value)) throw new UsageError(`--${name} must be a UUID, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function targetOf(values: Record<string, unknown>): D1Target {
+  if (values.remote && values.local) throw new UsageError("--local and --remote exclude each other");
+  if (values.remote && values["persist-to"]) throw new UsageError("--persist-to applies to local databases only");
+  if (values.remote) return { remote: true };
+  const persistTo = values["persist-to"];
+  return typeof persistTo === "string" ? { remote: false, persistTo } : { remote: false };
+}
+
+async function main(argv: string[]): Promise<Record<string, unknown>> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      name: { type: "string" },
+      org: { type: "string" },
+      email: { type: "string" },
+      password: { type: "string" },
+      role: { type: "string" },
+      user: { type: "string" },
+      local: { type: "boolean" },
+      remote: { type: "boolean" },
+      "persist-to": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    process.exit(0);
+  }
+  if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? "a command is required" : `one command expected, got: ${positionals.join(" ")}`);
+  const target = targetOf(values);
+  const command = positionals[0];
+  switch (command) {
+    case "create-org": {
+      const name = required(values, "name").trim();
+      if (name.length > 256) throw new UsageError("--name must be at most 256 characters");
+      return createOrganizationCommand(name, target);
+    }
+    case "create-user": {
+      const organizationId = uuidOption(values, "org");
+      const email = required(values, "email").trim();
+      if (!EMAIL.test(email)) throw new UsageError(`--email must be an email address, got ${JSON.stringify(email)}`);
+      const password = required(values, "password");
+      if (password.length < MIN_PASSWORD_LENGTH) throw new UsageError(`--password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+      const role = required(values, "role");
+      if (role !== "admin" && role !== "member") throw new UsageError(`--role must be admin or member, got ${JSON.stringify(role)}`);
+      return createUserCommand({ organizationId, email, password, role: role as Role }, target);
+    }
+    case "create-api-key":
+      return createApiKeyCommand(uuidOption(values, "user"), target);
+    default:
+      throw new UsageError(`unknown command ${JSON.stringify(command)}`);
+  }
+}
+
+try {
+  const result = await main(process.argv.slice(2));
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+} catch (error) {
+  if (error instanceof UsageError || (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS"))) {
+    process.stderr.write(`error: ${error.message}\n\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (error instanceof AdminError) {
+    process.stderr.write(`error: ${error.message}\n`);
+  } else if (error instanceof WranglerError) {
+    process.stderr.write(`error: ${error.message}\n${error.output ? `\nwrangler said:\n${error.output}\n` : ""}`);
+  } else {
+    process.stderr.write(`error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
+  process.exit(1);
+}

@@ -1,0 +1,116 @@
+/// <reference types="node" />
+/**
+ * Seeds the demo dataset once: an organization, an admin user and an API key (through the admin
+ * statements, like the admin command line), then a project, a log stream, sessions and traces
+ * through the real HTTP API of the running server, exactly as a client would send them.
+ *
+ * What was created is kept in `demo-credentials.json` next to the local database it describes
+ * (git-ignored, under .wrangler/), so later starts print the same key instead of seeding again.
+ */
+import { randomBytes } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { createApiKeyCommand, createOrganizationCommand, createUserCommand, findUserByEmail } from "./admin-commands";
+import { DEMO_LOG_STREAM, DEMO_PROJECT, demoLooseTraces, demoSessions } from "./demo-dataset";
+import { type D1Target, REPO_ROOT } from "./wrangler";
+
+export const DEMO_EMAIL = "demo@example.com";
+export const DEMO_ORGANIZATION = "Demo organization";
+
+export interface DemoCredentials {
+  organization_id: string;
+  user_id: string;
+  email: string;
+  /** Null when the demo user existed before this seed (only its hash is stored anywhere). */
+  password: string | null;
+  api_key: string;
+  project_id: string;
+  log_stream_id: string;
+  seeded_at: string;
+}
+
+/** The credentials file of a local state directory (wrangler's default: .wrangler/state). */
+export function demoStatePath(persistTo?: string): string {
+  return join(persistTo ? resolve(persistTo) : join(REPO_ROOT, ".wrangler", "state"), "demo-credentials.json");
+}
+
+export function readDemoState(path: string): DemoCredentials | undefined {
+  if (!existsSync(path)) return undefined;
+  try {
+    const parsed = JSON.parse(readFileSync(path, "utf8")) as Partial<DemoCredentials>;
+    return typeof parsed.api_key === "string" && typeof parsed.project_id === "string" ? (parsed as DemoCredentials) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function writeDemoState(path: string, credentials: DemoCredentials): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
+}
+
+class ApiClient {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly apiKey: string,
+  ) {}
+
+  async request<T = Record<string, unknown>>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
+    const response = await fetch(`${this.baseUrl}${path}`, {
+      method,
+      headers: { "Service-API-Key": this.apiKey, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      // keep the text for the error message
+    }
+    return { status: response.status, body: parsed as T };
+  }
+
+  async post<T = Record<string, unknown>>(path: string, body: unknown): Promise<T> {
+    const answer = await this.request<T>("POST", path, body);
+    if (answer.status !== 200) throw new Error(`POST ${path} answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 500)}`);
+    return answer.body;
+  }
+}
+
+/** Whether the key still opens the server (false after the local database was reset). */
+export async function apiKeyWorks(baseUrl: string, apiKey: string): Promise<boolean> {
+  const answer = await new ApiClient(baseUrl, apiKey).request("GET", "/v2/projects");
+  if (answer.status === 200) return true;
+  if (answer.status === 401) return false;
+  throw new Error(`GET /v2/projects answered ${answer.status}: ${JSON.stringify(answer.body).slice(0, 500)}`);
+}
+
+/** The demo organization, user and a fresh API key (reusing the user if an earlier seed made it). */
+async function demoPrincipal(target: D1Target) {
+  const existing = await findUserByEmail(DEMO_EMAIL, target);
+  if (existing) {
+    const key = await createApiKeyCommand(existing.user_id, target);
+    return { ...existing, email: DEMO_EMAIL, password: null, api_key: key.api_key };
+  }
+  const org = await createOrganizationCommand(DEMO_ORGANIZATION, target);
+  const password = randomBytes(12).toString("base64url");
+  const user = await createUserCommand({ organizationId: org.organization_id, email: DEMO_EMAIL, password, role: "admin" }, target);
+  const key = await createApiKeyCommand(user.user_id, target);
+  return { organization_id: org.organization_id, user_id: user.user_id, email: DEMO_EMAIL, password, api_key: key.api_key };
+}
+
+/** Seeds everything through the server at `baseUrl`, whose database `target` names. */
+export async function seedDemo(baseUrl: string, target: D1Target, now = Date.now()): Promise<DemoCredentials> {
+  const principal = await demoPrincipal(target);
+  const api = new ApiClient(baseUrl, principal.api_key);
+  const project = await api.post<{ id: string }>("/v2/projects", { name: DEMO_PROJECT, type: "gen_ai" });
+  const logStream = await api.post<{ id: string }>(`/v2/projects/${project.id}/log_streams`, { name: DEMO_LOG_STREAM });
+  const run = { log_stream_id: logStream.id };
+  for (const session of demoSessions(now)) {
+    await api.post(`/v2/projects/${project.id}/sessions`, { ...run, ...session.body });
+    await api.post(`/v2/projects/${project.id}/traces`, { ...run, session_id: session.body.id, traces: session.traces });
+  }
+  await api.post(`/v2/projects/${project.id}/traces`, { ...run, traces: demoLooseTraces(now) });
+  return { ...principal, project_id: project.id, log_stream_id: logStream.id, seeded_at: new Date(now).toISOString() };
+}

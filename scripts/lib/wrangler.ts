@@ -1,0 +1,100 @@
+/// <reference types="node" />
+/**
+ * The wrangler commands the operator scripts need, run as child processes of the project's own
+ * wrangler (node_modules/.bin) from the repository root, so they work from any directory and use
+ * the same wrangler.toml, migrations folder and local state as `npm start`.
+ */
+import { spawn } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export const WRANGLER_BIN = join(REPO_ROOT, "node_modules", ".bin", "wrangler");
+
+/** Where a D1 command runs: the local database (optionally in another directory) or the deployed one. */
+export type D1Target = { remote: true } | { remote: false; persistTo?: string };
+
+export function d1TargetArgs(target: D1Target): string[] {
+  if (target.remote) return ["--remote"];
+  return ["--local", ...(target.persistTo ? ["--persist-to", resolve(target.persistTo)] : [])];
+}
+
+/** Environment for wrangler children: no telemetry prompts or uploads from operator scripts. */
+export function wranglerEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return { ...process.env, WRANGLER_SEND_METRICS: "false", ...extra };
+}
+
+export interface CapturedRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs wrangler to completion with stdin closed (non-interactive: prompts take their default). */
+export function runWrangler(args: string[]): Promise<CapturedRun> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(WRANGLER_BIN, args, { cwd: REPO_ROOT, env: wranglerEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolvePromise({ code, stdout, stderr }));
+  });
+}
+
+/** One statement's answer from `wrangler d1 execute --json`. */
+export interface D1StatementResult {
+  results: Record<string, unknown>[];
+  success: boolean;
+  meta?: Record<string, unknown>;
+}
+
+export class WranglerError extends Error {
+  constructor(
+    message: string,
+    readonly output: string,
+  ) {
+    super(message);
+    this.name = "WranglerError";
+  }
+}
+
+/** The message of wrangler's JSON error answer (`{"error": {"text": ...}}`), if that is what it printed. */
+function jsonErrorText(stdout: string): string | undefined {
+  try {
+    const parsed = JSON.parse(stdout) as { error?: { text?: unknown } };
+    return typeof parsed.error?.text === "string" ? parsed.error.text : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Executes SQL (one or more statements separated by `;`) on the D1 database bound as DB and
+ * returns one result per statement. Throws a WranglerError carrying wrangler's own message.
+ */
+export async function executeD1(sql: string, target: D1Target): Promise<D1StatementResult[]> {
+  const run = await runWrangler(["d1", "execute", "DB", ...d1TargetArgs(target), "--json", "--yes", "--command", sql]);
+  const output = `${run.stdout}\n${run.stderr}`.trim();
+  if (run.code !== 0) {
+    // Wrangler's own message says it all when it answered in JSON; otherwise show what it printed.
+    const text = jsonErrorText(run.stdout);
+    throw text ? new WranglerError(text, "") : new WranglerError(`wrangler d1 execute exited with code ${run.code}`, output);
+  }
+  try {
+    const parsed = JSON.parse(run.stdout) as D1StatementResult[];
+    if (!Array.isArray(parsed)) throw new Error("not an array");
+    return parsed;
+  } catch {
+    throw new WranglerError("wrangler d1 execute printed no JSON result", output);
+  }
+}
+
+/** `wrangler d1 migrations apply DB` on the target; idempotent (applies only what is missing). */
+export async function applyMigrations(target: D1Target): Promise<void> {
+  const run = await runWrangler(["d1", "migrations", "apply", "DB", ...d1TargetArgs(target)]);
+  if (run.code !== 0) {
+    throw new WranglerError(`wrangler d1 migrations apply exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  }
+}

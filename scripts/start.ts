@@ -1,0 +1,99 @@
+/// <reference types="node" />
+/**
+ * `npm start`: the local service, ready to use.
+ *
+ * 1. applies the migrations to the local D1 database (`wrangler d1 migrations apply DB --local`);
+ * 2. makes .dev.vars from .dev.vars.example with a random TOKEN_SECRET if it is missing;
+ * 3. starts `wrangler dev` on http://127.0.0.1:${PORT:-8787};
+ * 4. once /healthcheck answers, seeds the demo dataset through the real API, once (later starts
+ *    print the same API key from .wrangler/state/demo-credentials.json);
+ * 5. keeps serving in the foreground; SIGINT and SIGTERM are passed on to wrangler.
+ *
+ * `--persist-to DIR` keeps the database (and the demo credentials) in DIR instead of .wrangler/state.
+ */
+import { constants } from "node:os";
+import { parseArgs } from "node:util";
+import { ensureDevVars } from "./lib/dev-vars";
+import { LOOPBACK, isPortFree, startDevServer, waitUntilHealthy } from "./lib/local-server";
+import { type DemoCredentials, apiKeyWorks, demoStatePath, readDemoState, seedDemo, writeDemoState } from "./lib/seed-demo";
+import { type D1Target, WranglerError, applyMigrations } from "./lib/wrangler";
+
+function say(line: string): void {
+  process.stdout.write(`[start] ${line}\n`);
+}
+
+function fail(message: string): never {
+  process.stderr.write(`[start] error: ${message}\n`);
+  process.exit(1);
+}
+
+function portFromEnv(): number {
+  const raw = process.env.PORT ?? "8787";
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) fail(`PORT must be a port number, got ${JSON.stringify(raw)}`);
+  return port;
+}
+
+function banner(baseUrl: string, demo: DemoCredentials, seededNow: boolean): string {
+  const lines = [
+    "",
+    `Trace store is running at ${baseUrl}  (API reference: ${baseUrl}/docs)`,
+    seededNow ? "Demo dataset seeded:" : "Demo dataset (seeded earlier):",
+    `  organization   ${demo.organization_id}`,
+    `  admin user     ${demo.email}${demo.password ? `  password: ${demo.password}` : "  (password set by an earlier seed)"}`,
+    `  API key        ${demo.api_key}`,
+    `  project        "demo"  ${demo.project_id}`,
+    `  log stream     "default"  ${demo.log_stream_id}`,
+    "Try:",
+    `  curl -s ${baseUrl}/v2/projects -H "Service-API-Key: ${demo.api_key}"`,
+    "Press Ctrl+C to stop.",
+    "",
+  ];
+  return lines.join("\n");
+}
+
+const { values } = parseArgs({ options: { "persist-to": { type: "string" } }, strict: true });
+const persistTo = values["persist-to"];
+const target: D1Target = persistTo ? { remote: false, persistTo } : { remote: false };
+const port = portFromEnv();
+const baseUrl = `http://${LOOPBACK}:${port}`;
+
+say("applying migrations to the local D1 database");
+try {
+  await applyMigrations(target);
+} catch (error) {
+  fail(error instanceof WranglerError ? `${error.message}\n${error.output}` : String(error));
+}
+if (ensureDevVars()) say("created .dev.vars with a random TOKEN_SECRET (from .dev.vars.example)");
+if (!(await isPortFree(port))) fail(`port ${port} on ${LOOPBACK} is in use; stop what runs there or choose another: PORT=8788 npm start`);
+
+say(`starting wrangler dev on ${baseUrl}`);
+const server = startDevServer({ port, persistTo, stdio: "inherit" });
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.on(signal, () => {
+    if (server.exitCode === null && server.signalCode === null) server.kill(signal);
+  });
+}
+server.on("exit", (code, signal) => {
+  process.exit(code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : 1));
+});
+server.on("error", (error) => fail(`could not start wrangler: ${error.message}`));
+
+try {
+  await waitUntilHealthy(baseUrl, server);
+  const statePath = demoStatePath(persistTo);
+  const known = readDemoState(statePath);
+  if (known && (await apiKeyWorks(baseUrl, known.api_key))) {
+    process.stdout.write(banner(baseUrl, known, false));
+  } else {
+    say(known ? "the saved demo API key no longer works (database reset?): seeding again" : "seeding the demo dataset");
+    const demo = await seedDemo(baseUrl, target);
+    writeDemoState(statePath, demo);
+    process.stdout.write(banner(baseUrl, demo, true));
+  }
+} catch (error) {
+  // The service itself is up: keep serving, but say loudly that the demo is missing.
+  const detail = error instanceof WranglerError ? `${error.message}\n${error.output}` : error instanceof Error ? error.message : String(error);
+  process.stderr.write(`[start] error: the demo dataset could not be seeded: ${detail}\n`);
+  if (server.exitCode !== null || server.signalCode !== null) process.exit(1);
+}
