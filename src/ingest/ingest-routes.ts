@@ -94,16 +94,17 @@ export function registerIngest(app: Router): void {
       sessionId: body.session_id ?? null,
       isComplete: body.is_complete ?? null,
     });
-    const traces = batch.records.filter((r) => r.record_type === "trace").length;
+    const traceIds = batch.records.filter((r) => r.record_type === "trace").map((r) => r.id);
     return c.json(
       {
         project_id,
         project_name: run.projectName,
         records_count: batch.records.length,
-        traces_count: traces,
-        spans_count: batch.records.length - traces,
+        traces_count: traceIds.length,
+        spans_count: batch.records.length - traceIds.length,
         ...selectorEcho(selector),
         session_id: body.session_id ?? null,
+        ...(body.include_trace_ids ? { trace_ids: traceIds } : {}),
       },
       200,
     );

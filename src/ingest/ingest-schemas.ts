@@ -95,6 +95,8 @@ export const IngestTracesRequest = z
     session_id: Uuid.nullish().openapi({ description: "Session the traces belong to, unless a trace names its own." }),
     traces: z.array(TraceSchema).min(1).max(MAX_RECORDS_PER_REQUEST),
     is_complete: z.boolean().nullish(),
+    // Sent by the galileo SDK (always false there); when true the answer lists the trace ids.
+    include_trace_ids: z.boolean().nullish().openapi({ description: "Answer with `trace_ids`, the ids of the traces written." }),
   })
   .openapi("IngestTracesRequest");
 
@@ -109,6 +111,7 @@ export const IngestResponse = z
     experiment_id: z.string().nullable(),
     metrics_testing_id: z.string().nullable(),
     session_id: z.string().nullable(),
+    trace_ids: z.array(z.string()).optional().openapi({ description: "With `include_trace_ids`: the traces written, in request order." }),
   })
   .openapi("IngestResponse");
 

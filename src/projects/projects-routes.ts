@@ -44,6 +44,23 @@ const createProject = createRoute({
   },
 });
 
+const AllProjectsQuery = z.object({
+  project_type: z.string().optional().openapi({ description: "Only projects of this type." }),
+});
+
+/** The galileo SDK's getProjects(): every project of the organization. */
+const listAllProjects = createRoute({
+  method: "get",
+  path: "/projects/all",
+  tags: ["Projects"],
+  summary: "List all the organization's projects",
+  request: { query: AllProjectsQuery },
+  responses: {
+    200: { content: { "application/json": { schema: z.array(ProjectSchema) } }, description: "Projects, oldest first" },
+    ...commonErrorResponses,
+  },
+});
+
 const getProject = createRoute({
   method: "get",
   path: "/projects/{project_id}",
@@ -92,6 +109,18 @@ export function registerProjects(app: Router): void {
         .limit(1),
     ]);
     return c.json(projectShape(rows[0]!), 200);
+  });
+
+  // Before `/projects/{project_id}`: "all" is not a project id.
+  app.openapi(listAllProjects, async (c) => {
+    const { project_type } = c.req.valid("query");
+    const rows = await database(c.env.DB)
+      .select()
+      .from(projects)
+      .where(and(eq(projects.organizationId, c.get("principal").organizationId), project_type !== undefined ? eq(projects.type, project_type) : undefined))
+      .orderBy(asc(projects.createdAt), asc(projects.id))
+      .limit(1000);
+    return c.json(rows.map(projectShape), 200);
   });
 
   app.openapi(getProject, async (c) => {

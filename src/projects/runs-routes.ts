@@ -2,8 +2,9 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
 import { database, nowMicros } from "../db/client";
 import { type RunKind, runs } from "../db/schema";
-import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import { commonErrorResponses, ProjectIdParam, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
+import { notFound } from "../http/errors";
 import { RunSchema, runShape } from "./project-shapes";
 import { ownedProjectOrThrow } from "./run-access";
 
@@ -18,13 +19,16 @@ const CreateExperimentBody = z
 
 const ListRunsQuery = z.object({ name: z.string().optional().openapi({ description: "Only the run with exactly this name." }) });
 
-const SEGMENTS: Record<Exclude<RunKind, "metrics_testing">, { path: string; label: string; body: typeof CreateLogStreamBody | typeof CreateExperimentBody }> = {
-  log_stream: { path: "log_streams", label: "log stream", body: CreateLogStreamBody },
-  experiment: { path: "experiments", label: "experiment", body: CreateExperimentBody },
+const SEGMENTS: Record<
+  Exclude<RunKind, "metrics_testing">,
+  { path: string; label: string; idParam: "log_stream_id" | "experiment_id"; body: typeof CreateLogStreamBody | typeof CreateExperimentBody }
+> = {
+  log_stream: { path: "log_streams", label: "log stream", idParam: "log_stream_id", body: CreateLogStreamBody },
+  experiment: { path: "experiments", label: "experiment", idParam: "experiment_id", body: CreateExperimentBody },
 };
 
 export function registerRuns(app: Router): void {
-  for (const [kind, { path, label, body }] of Object.entries(SEGMENTS) as [Exclude<RunKind, "metrics_testing">, (typeof SEGMENTS)["log_stream"]][]) {
+  for (const [kind, { path, label, idParam, body }] of Object.entries(SEGMENTS) as [Exclude<RunKind, "metrics_testing">, (typeof SEGMENTS)["log_stream"]][]) {
     const list = createRoute({
       method: "get",
       path: `/projects/{project_id}/${path}`,
@@ -46,6 +50,37 @@ export function registerRuns(app: Router): void {
         200: { content: { "application/json": { schema: RunSchema } }, description: `The ${label}` },
         ...commonErrorResponses,
       },
+    });
+
+    // One run by id: the galileo SDK's getLogStream(id) and getExperiment({ id }).
+    const get = createRoute({
+      method: "get",
+      path: `/projects/{project_id}/${path}/{${idParam}}`,
+      tags: ["Projects"],
+      summary: `Get a ${label}`,
+      request: { params: ProjectIdParam.extend({ [idParam]: Uuid.openapi({ param: { name: idParam, in: "path" } }) }) },
+      responses: {
+        200: { content: { "application/json": { schema: RunSchema } }, description: `The ${label}` },
+        ...commonErrorResponses,
+      },
+    });
+
+    app.openapi(get, async (c) => {
+      const params = c.req.valid("param") as { project_id: string } & Record<typeof idParam, string>;
+      const [row] = await database(c.env.DB)
+        .select()
+        .from(runs)
+        .where(
+          and(
+            eq(runs.id, params[idParam]),
+            eq(runs.projectId, params.project_id),
+            eq(runs.kind, kind),
+            eq(runs.organizationId, c.get("principal").organizationId),
+          ),
+        )
+        .limit(1);
+      if (!row) throw notFound(label[0]!.toUpperCase() + label.slice(1));
+      return c.json(runShape(row), 200);
     });
 
     app.openapi(list, async (c) => {

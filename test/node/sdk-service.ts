@@ -1,0 +1,148 @@
+/**
+ * The real service for end-to-end tests of the `galileo` SDK: a fresh local D1 database in a
+ * temporary directory (migrated with `wrangler d1 migrations apply`, as an operator would), an
+ * organization, user and API key created in it with the provisioning statements the admin
+ * command line uses, and `wrangler dev` on a free loopback port with its own token secret.
+ * Stopped by its process group (wrangler and the workerd it starts).
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { promisify } from "node:util";
+import { createApiKey, createOrganization, createUser, renderSql } from "../../src/admin/provisioning";
+
+const execFileAsync = promisify(execFile);
+
+const ROOT = resolve(import.meta.dirname, "../..");
+const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
+/** Non-interactive wrangler: no prompts, no hotkeys, no update checks. */
+const WRANGLER_ENV = { ...process.env, CI: "1", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
+
+export interface Tenant {
+  organizationId: string;
+  userId: string;
+  email: string;
+  password: string;
+  apiKey: string;
+}
+
+export interface RunningService {
+  /** http://127.0.0.1:<port> */
+  origin: string;
+  /** What GALILEO_API_URL is set to: the origin plus /v2. */
+  apiUrl: string;
+  tenant: Tenant;
+  /** Runs SQL against the service's database (read-only use in tests); one result set per statement. */
+  sql<T = Record<string, unknown>>(query: string): Promise<T[][]>;
+  /** Everything wrangler printed, for failure messages. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolvePort(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+async function wrangler(args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync(WRANGLER, args, { cwd: ROOT, env: WRANGLER_ENV, maxBuffer: 64 * 1024 * 1024 });
+  return stdout;
+}
+
+async function waitUntilHealthy(origin: string, child: ChildProcess, output: () => string, timeoutMs = 90_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output()}`);
+    try {
+      const response = await fetch(`${origin}/healthcheck`);
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`wrangler dev did not become healthy in ${timeoutMs} ms:\n${output()}`);
+}
+
+export async function startService(): Promise<RunningService> {
+  const persistDir = await mkdtemp(join(tmpdir(), "trace-store-sdk-"));
+  const d1 = ["DB", "--local", "--persist-to", persistDir];
+  await wrangler(["d1", "migrations", "apply", ...d1]);
+
+  const unique = randomBytes(6).toString("hex");
+  const organization = createOrganization(`sdk-e2e-${unique}`);
+  const email = `sdk-${unique}@example.com`;
+  const password = `pw-${randomBytes(12).toString("hex")}`;
+  const user = await createUser({ organizationId: organization.organization_id, email, password, role: "admin" });
+  const key = await createApiKey(user.user_id);
+  await wrangler(["d1", "execute", ...d1, "--command", renderSql([...organization.statements, ...user.statements, ...key.statements])]);
+
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const child = spawn(
+    WRANGLER,
+    [
+      "dev",
+      "--ip", "127.0.0.1",
+      "--port", String(port),
+      "--persist-to", persistDir,
+      "--var", `TOKEN_SECRET:${randomBytes(32).toString("hex")}`,
+      "--show-interactive-dev-session=false",
+      "--log-level", "warn",
+    ],
+    // Its own process group, so that stopping it stops the workerd it starts too.
+    { cwd: ROOT, env: WRANGLER_ENV, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let log = "";
+  child.stdout!.on("data", (chunk) => (log += chunk));
+  child.stderr!.on("data", (chunk) => (log += chunk));
+  const output = () => log;
+
+  const stop = async () => {
+    if (child.exitCode === null && child.pid !== undefined) {
+      const exited = new Promise((r) => child.once("exit", r));
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {
+        // already gone
+      }
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+      if (child.exitCode === null) {
+        try {
+          process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+    }
+    await rm(persistDir, { recursive: true, force: true });
+  };
+
+  try {
+    await waitUntilHealthy(origin, child, output);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  return {
+    origin,
+    apiUrl: `${origin}/v2`,
+    tenant: { organizationId: organization.organization_id, userId: user.user_id, email, password, apiKey: key.api_key },
+    async sql<T>(query: string) {
+      const results = JSON.parse(await wrangler(["d1", "execute", ...d1, "--json", "--command", query])) as { results: T[] }[];
+      return results.map((r) => r.results);
+    },
+    output,
+    stop,
+  };
+}

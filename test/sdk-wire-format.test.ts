@@ -1,0 +1,140 @@
+/**
+ * The requests the pinned `galileo` SDK sends outside streaming (bodies captured on the wire),
+ * and the answers it reads, parsed with the SDK's generated schemas where it has them.
+ */
+import { env } from "cloudflare:test";
+import { LogTracesIngestResponse$inboundSchema, SessionCreateResponse$inboundSchema, Token$inboundSchema } from "galileo-generated/models";
+import { beforeAll, describe, expect, it } from "vitest";
+import { call } from "./support/client";
+import { createTenant, type Tenant } from "./support/tenants";
+
+let tenant: Tenant;
+let projectId: string;
+let logStreamId: string;
+
+beforeAll(async () => {
+  tenant = await createTenant();
+});
+
+describe("init: project and log stream", () => {
+  it("finds nothing by name, creates the project with the SDK's extra field, then finds it", async () => {
+    const name = `sdk-${crypto.randomUUID()}`;
+    const missing = await call(`/v2/projects?project_name=${name}&type=gen_ai`, { as: tenant });
+    expect(missing).toMatchObject({ status: 200, body: [] });
+    const created = await call("/v2/projects", { as: tenant, body: { name, type: "gen_ai", create_example_templates: false } });
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({ name, type: "gen_ai" });
+    projectId = created.body.id;
+    const found = await call(`/v2/projects?project_name=${name}&type=gen_ai`, { as: tenant });
+    expect(found.body.map((p: { id: string }) => p.id)).toEqual([projectId]);
+    const all = await call("/v2/projects/all?project_type=gen_ai", { as: tenant });
+    expect(all.status).toBe(200);
+    expect(all.body.map((p: { id: string }) => p.id)).toContain(projectId);
+    const none = await call("/v2/projects/all?project_type=no-such-type", { as: tenant });
+    expect(none.body).toEqual([]);
+  });
+
+  it("lists log streams with the project id repeated in the query, creates one, and gets it by id", async () => {
+    const before = await call(`/v2/projects/${projectId}/log_streams?project_id=${projectId}`, { as: tenant });
+    expect(before).toMatchObject({ status: 200, body: [] });
+    const created = await call(`/v2/projects/${projectId}/log_streams?project_id=${projectId}`, { as: tenant, body: { name: "default" } });
+    expect(created.status).toBe(200);
+    logStreamId = created.body.id;
+    const byId = await call(`/v2/projects/${projectId}/log_streams/${logStreamId}?project_id=${projectId}&log_stream_id=${logStreamId}`, { as: tenant });
+    expect(byId).toMatchObject({ status: 200, body: { id: logStreamId, name: "default", project_id: projectId } });
+    const unknown = await call(`/v2/projects/${projectId}/log_streams/${crypto.randomUUID()}`, { as: tenant });
+    expect(unknown.status).toBe(404);
+    // An experiment id is not a log stream.
+    const experiment = await call(`/v2/projects/${projectId}/experiments`, { as: tenant, body: { name: "exp", task_type: 16 } });
+    expect((await call(`/v2/projects/${projectId}/log_streams/${experiment.body.id}`, { as: tenant })).status).toBe(404);
+  });
+
+  it("creates an experiment as createExperiment does (task_type 16) and gets it by id", async () => {
+    const created = await call(`/v2/projects/${projectId}/experiments?project_id=${projectId}`, { as: tenant, body: { name: "prompt-v2", task_type: 16 } });
+    expect(created.status).toBe(200);
+    expect(created.body).toMatchObject({ name: "prompt-v2", project_id: projectId, task_type: 16 });
+    const byId = await call(`/v2/projects/${projectId}/experiments/${created.body.id}?project_id=${projectId}&experiment_id=${created.body.id}`, { as: tenant });
+    expect(byId).toMatchObject({ status: 200, body: { id: created.body.id, task_type: 16 } });
+  });
+
+  it("hides another organization's runs behind a 404", async () => {
+    const other = await createTenant();
+    expect((await call(`/v2/projects/${projectId}/log_streams/${logStreamId}`, { as: other })).status).toBe(404);
+  });
+});
+
+describe("login", () => {
+  it("answers /v2/login/api_key and /v2/login (password form) with tokens the generated client parses", async () => {
+    const byKey = await call("/v2/login/api_key", { body: { api_key: tenant.apiKey } });
+    expect(byKey.status).toBe(200);
+    expect(Token$inboundSchema.parse(byKey.body).tokenType).toBe("bearer");
+    const byPassword = await call("/v2/login", {
+      rawBody: new URLSearchParams({ username: tenant.email, password: tenant.password }).toString(),
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(byPassword.status).toBe(200);
+    expect(Token$inboundSchema.parse(byPassword.body).accessToken).toBeTruthy();
+  });
+});
+
+describe("batch ingestion as flush() sends it", () => {
+  it("accepts the SDK's body and answers what its generated client parses", async () => {
+    const session = await call(`/v2/projects/${projectId}/sessions?project_id=${projectId}`, {
+      as: tenant,
+      body: { log_stream_id: logStreamId, name: "s1", external_id: "ext-1", user_metadata: { a: "b" } },
+    });
+    expect(session.status).toBe(200);
+    expect(SessionCreateResponse$inboundSchema.parse(session.body)).toMatchObject({ name: "s1", externalId: "ext-1", projectId });
+
+    const traceId = crypto.randomUUID();
+    const llmId = crypto.randomUUID();
+    const body = {
+      log_stream_id: logStreamId,
+      experiment_id: null,
+      reliable: true,
+      session_id: session.body.id,
+      traces: [
+        {
+          type: "trace",
+          input: "hello",
+          output: "final",
+          name: "trace1",
+          created_at: "2026-11-22T05:35:02.426Z",
+          user_metadata: { env: "test", camelKey: "v" },
+          tags: ["t1"],
+          metrics: { duration_ns: 999 },
+          dataset_metadata: {},
+          id: traceId,
+          spans: [
+            {
+              type: "llm",
+              input: [{ content: "hi", role: "user" }],
+              output: { content: "yo", role: "assistant" },
+              name: "llm",
+              created_at: "2026-11-22T05:35:02.429Z",
+              user_metadata: { k: "v" },
+              tags: ["llm"],
+              metrics: { duration_ns: 100, num_input_tokens: 3, num_output_tokens: 4, num_total_tokens: 7 },
+              dataset_metadata: {},
+              id: llmId,
+              model: "gpt-x",
+              temperature: 0.3,
+            },
+          ],
+        },
+      ],
+      is_complete: true,
+      include_trace_ids: false,
+    };
+    const ingested = await call(`/v2/projects/${projectId}/traces`, { as: tenant, body });
+    expect(ingested.status, JSON.stringify(ingested.body)).toBe(200);
+    const parsed = LogTracesIngestResponse$inboundSchema.parse(ingested.body);
+    expect(parsed).toMatchObject({ projectId, logStreamId, sessionId: session.body.id, recordsCount: 2, tracesCount: 1 });
+    expect(parsed.traceIds).toBeUndefined();
+    const row = await env.DB.prepare("SELECT session_id, parent_id, metrics FROM records WHERE id = ?").bind(llmId).first<Record<string, string>>();
+    expect(row).toMatchObject({ session_id: session.body.id, parent_id: traceId });
+
+    const withIds = await call(`/v2/projects/${projectId}/traces`, { as: tenant, body: { ...body, include_trace_ids: true } });
+    expect(LogTracesIngestResponse$inboundSchema.parse(withIds.body).traceIds).toEqual([traceId]);
+  });
+});
