@@ -124,15 +124,28 @@ export interface Delivery {
   body: unknown;
 }
 
+export interface DeliveryResult extends QueueResult {
+  /** The delay each retried message asked for (getQueueResult does not report it). */
+  retryDelays: Record<string, number | undefined>;
+}
+
 /** Runs the worker's real `queue` handler on one batch and reports its acks and retries. */
-export async function deliver(queue: string, messages: Delivery[], bindings: Env = env): Promise<QueueResult> {
+export async function deliver(queue: string, messages: Delivery[], bindings: Env = env): Promise<DeliveryResult> {
   const batch = createMessageBatch<DeletionMessage>(
     queue,
     messages.map((m) => ({ id: m.id, timestamp: new Date(), attempts: m.attempts, body: m.body as DeletionMessage })),
   );
+  const retryDelays: Record<string, number | undefined> = {};
+  for (const message of batch.messages) {
+    const retry = message.retry.bind(message);
+    message.retry = (options?: QueueRetryOptions) => {
+      retryDelays[message.id] = options?.delaySeconds;
+      retry(options);
+    };
+  }
   const ctx = createExecutionContext();
   await worker.queue(batch, bindings);
-  return getQueueResult(batch, ctx);
+  return { ...(await getQueueResult(batch, ctx)), retryDelays };
 }
 
 /** The worker's bindings with a producer that records what the consumer enqueues instead of sending it. */
