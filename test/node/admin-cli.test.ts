@@ -1,0 +1,172 @@
+/// <reference types="node" />
+/**
+ * The admin command line as an operator runs it (`npm run --silent admin -- ...`), against a
+ * local D1 database in a temporary directory; the key it prints is then used against the real
+ * service (`wrangler dev` on the same directory), and a key created while the service runs works
+ * at once.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort, startDevServer, stopDevServer, waitUntilHealthy } from "../../scripts/lib/local-server";
+import { REPO_ROOT, applyMigrations, executeD1 } from "../../scripts/lib/wrangler";
+
+interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let persistTo: string;
+
+function admin(...args: string[]): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("npm", ["run", "--silent", "admin", "--", ...args, "--persist-to", persistTo], {
+      cwd: REPO_ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The one JSON object a successful command prints, and nothing else on stdout. */
+function oneJsonObject(run: CliRun): Record<string, string> {
+  expect(run.code, run.stderr).toBe(0);
+  const lines = run.stdout.split("\n").filter((l) => l.trim() !== "");
+  expect(lines, run.stdout).toHaveLength(1);
+  const parsed = JSON.parse(lines[0]!);
+  expect(typeof parsed === "object" && parsed !== null && !Array.isArray(parsed)).toBe(true);
+  return parsed;
+}
+
+function expectFailure(run: CliRun, code: number, message: RegExp): void {
+  expect(run.code, `stdout: ${run.stdout}\nstderr: ${run.stderr}`).toBe(code);
+  expect(run.stdout).toBe("");
+  expect(run.stderr).toMatch(message);
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const UNKNOWN = "00000000-0000-4000-8000-000000000000";
+
+beforeAll(async () => {
+  persistTo = mkdtempSync(join(tmpdir(), "trace-store-admin-"));
+  await applyMigrations({ remote: false, persistTo });
+});
+
+afterAll(() => {
+  rmSync(persistTo, { recursive: true, force: true });
+});
+
+describe("admin command line", () => {
+  let organizationId: string;
+  let userId: string;
+  let apiKey: string;
+  const email = `ops-${Date.now()}@example.com`;
+  const password = "correct horse battery";
+
+  it("create-org prints the organization id", async () => {
+    const org = oneJsonObject(await admin("create-org", "--name", "Acme O'Brien & Co"));
+    expect(org).toEqual({ organization_id: expect.stringMatching(UUID), name: "Acme O'Brien & Co" });
+    organizationId = org.organization_id!;
+  });
+
+  it("create-user prints the user id", async () => {
+    const user = oneJsonObject(await admin("create-user", "--org", organizationId, "--email", email.toUpperCase(), "--password", password, "--role", "admin"));
+    expect(user).toEqual({ user_id: expect.stringMatching(UUID), organization_id: organizationId, email, role: "admin" });
+    userId = user.user_id!;
+  });
+
+  it("create-api-key prints the key", async () => {
+    const key = oneJsonObject(await admin("create-api-key", "--user", userId));
+    expect(key).toEqual({ api_key: expect.stringMatching(/^tsk_[\w-]{43}$/), user_id: userId });
+    apiKey = key.api_key!;
+  });
+
+  it("create-user for an unknown organization fails loudly and creates nothing", async () => {
+    expectFailure(
+      await admin("create-user", "--org", UNKNOWN, "--email", "ghost@example.com", "--password", password, "--role", "member"),
+      1,
+      new RegExp(`organization ${UNKNOWN} not found`),
+    );
+    const [count] = await executeD1("SELECT count(*) AS n FROM users WHERE email = 'ghost@example.com'", { remote: false, persistTo });
+    expect(count!.results).toEqual([{ n: 0 }]);
+  });
+
+  it("create-user with an email already taken fails", async () => {
+    expectFailure(
+      await admin("create-user", "--org", organizationId, "--email", email, "--password", password, "--role", "member"),
+      1,
+      /already exists/,
+    );
+  });
+
+  it("create-api-key for an unknown user fails", async () => {
+    expectFailure(await admin("create-api-key", "--user", UNKNOWN), 1, new RegExp(`user ${UNKNOWN} not found`));
+  });
+
+  it("a wrong command line is exit status 2 with the usage", async () => {
+    const cases: [string[], RegExp][] = [
+      [["create-user", "--org", organizationId, "--email", "x@example.com", "--password", password, "--role", "owner"], /--role must be admin or member/],
+      [["create-user", "--org", "not-a-uuid", "--email", "x@example.com", "--password", password, "--role", "admin"], /--org must be a UUID/],
+      [["create-user", "--org", organizationId, "--email", "x@example.com", "--password", "short", "--role", "admin"], /at least 8 characters/],
+      [["create-org"], /--name is required/],
+      [["drop-everything"], /unknown command/],
+      [["create-org", "--name", "x", "--bogus"], /Usage:/],
+    ];
+    const runs = await Promise.all(cases.map(([args]) => admin(...args)));
+    runs.forEach((run, i) => expectFailure(run, 2, cases[i]![1]));
+  });
+
+  describe("against the running service", () => {
+    let server: ChildProcess;
+    let baseUrl: string;
+
+    beforeAll(async () => {
+      const port = await freePort();
+      baseUrl = `http://127.0.0.1:${port}`;
+      server = startDevServer({ port, persistTo, vars: { TOKEN_SECRET: "admin-cli-test-secret-of-sufficient-length" }, stdio: "ignore" });
+      await waitUntilHealthy(baseUrl, server);
+    });
+
+    afterAll(async () => {
+      if (server) await stopDevServer(server);
+    });
+
+    it("the printed key authenticates, and the user's password too", async () => {
+      const created = await fetch(`${baseUrl}/v2/projects`, {
+        method: "POST",
+        headers: { "Service-API-Key": apiKey, "content-type": "application/json" },
+        body: JSON.stringify({ name: "from-the-cli" }),
+      });
+      expect(created.status).toBe(200);
+      const listed = await fetch(`${baseUrl}/v2/projects`, { headers: { Authorization: `Basic ${btoa(`${email}:${password}`)}` } });
+      expect(listed.status).toBe(200);
+      expect(((await listed.json()) as { name: string }[]).map((p) => p.name)).toEqual(["from-the-cli"]);
+      const refused = await fetch(`${baseUrl}/v2/projects`, { headers: { "Service-API-Key": `${apiKey}x` } });
+      expect(refused.status).toBe(401);
+    });
+
+    it("a member and a key created while the service runs work at once", async () => {
+      const member = oneJsonObject(await admin("create-user", "--org", organizationId, "--email", `member-${email}`, "--password", password, "--role", "member"));
+      const key = oneJsonObject(await admin("create-api-key", "--user", member.user_id!));
+      const login = await fetch(`${baseUrl}/login/api_key`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ api_key: key.api_key }),
+      });
+      expect(login.status).toBe(200);
+      const { access_token } = (await login.json()) as { access_token: string };
+      const listed = await fetch(`${baseUrl}/v2/projects`, { headers: { Authorization: `Bearer ${access_token}` } });
+      expect(listed.status).toBe(200);
+      expect(((await listed.json()) as { name: string }[]).map((p) => p.name)).toEqual(["from-the-cli"]);
+    });
+  });
+});
