@@ -281,3 +281,27 @@ describe("x-request-id", () => {
     expectRequestId(replaced);
   });
 });
+
+describe("the API description declares the schemes", () => {
+  it("/openapi.json is OpenAPI 3.1 with the four security schemes, required on protected routes", async () => {
+    const response = await call("/openapi.json");
+    expect(response.status).toBe(200);
+    const document = response.body;
+    expect(document.openapi).toBe("3.1.0");
+    expect(document.components.securitySchemes).toEqual({
+      ServiceApiKey: { type: "apiKey", in: "header", name: "Service-API-Key" },
+      AltAoApiKey: { type: "apiKey", in: "header", name: "Alt-AO-API-Key" },
+      OAuth2Password: { type: "oauth2", flows: { password: { tokenUrl: "/login", scopes: {} } } },
+      HTTPBasic: { type: "http", scheme: "basic" },
+    });
+    expect(document.security).toEqual([{ ServiceApiKey: [] }, { AltAoApiKey: [] }, { OAuth2Password: [] }, { HTTPBasic: [] }]);
+    expect(Object.keys(document.paths)).toEqual(expect.arrayContaining(["/login", "/login/api_key", "/healthcheck", "/v2/projects"]));
+  });
+
+  it("/docs is an HTML API reference reading /openapi.json", async () => {
+    const response = await call("/docs");
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/text\/html/);
+    expect(response.body).toContain("/openapi.json");
+  });
+});
