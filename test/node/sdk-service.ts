@@ -2,7 +2,8 @@
  * The real service for end-to-end tests of the `galileo` SDK: a fresh local D1 database in a
  * temporary directory (migrated with `wrangler d1 migrations apply`, as an operator would), an
  * organization, user and API key created in it with the provisioning statements the admin
- * command line uses, and `wrangler dev` on a free loopback port with its own token secret.
+ * command line uses (rendered into one `wrangler d1 execute`: three `npm run admin` calls cost
+ * about ten seconds more), and `wrangler dev` on a free loopback port with its own token secret.
  * Stopped by its process group (wrangler and the workerd it starts).
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
