@@ -12,6 +12,7 @@ import { registerIngest } from "./ingest/ingest-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
+import { registerSearch } from "./search/search-handler";
 
 /** Routes that need no credentials, served at the root and under /v2. */
 function publicRoutes() {
@@ -30,6 +31,7 @@ function protectedRoutes() {
   registerIngest(router);
   registerStreamingIngest(router);
   registerAvailableColumns(router);
+  registerSearch(router);
   registerDeletion(router);
   return router;
 }

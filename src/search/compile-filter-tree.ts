@@ -1,0 +1,134 @@
+/**
+ * Filter tree -> SQL boolean expression over the record alias `r`.
+ *
+ * Two-valued logic: every leaf compiles to an expression that is 0 or 1, never NULL. A leaf on a
+ * column the record has no value for is 0 (`ne` and `not_in` included), so `NOT` of it is 1, and
+ * AND / OR / NOT of such expressions are never NULL either. Nullable columns are guarded with
+ * `col IS NOT NULL AND ...`; values kept in side tables are tested with EXISTS, which is 0 or 1
+ * by nature. The guard is a plain AND term, so at the top level of the WHERE clause SQLite still
+ * uses `col = ?` (and range terms) on an index.
+ *
+ * Substring tests use instr() (D1 caps LIKE patterns at 50 bytes, and LIKE would give `%` and
+ * `_` in the user's text a meaning). Case-insensitive tests lower() both sides: SQLite folds
+ * ASCII letters only.
+ */
+import { type SQL, sql } from "drizzle-orm";
+import type { ColumnRef } from "./search-columns";
+import type { CompareOperator, FilterLeaf, FilterNode } from "./search-query";
+import type { SqlParamPack } from "./sql-param-pack";
+import { from, leafMetadata, leafMetrics, leafTags, r, recordColumn } from "./search-tables";
+
+const COMPARISON: Record<CompareOperator, SQL> = {
+  eq: sql.raw("="),
+  ne: sql.raw("<>"),
+  gt: sql.raw(">"),
+  gte: sql.raw(">="),
+  lt: sql.raw("<"),
+  lte: sql.raw("<="),
+};
+
+/**
+ * The value of a dataset metadata entry (a `json_each` row aliased "lj") as text; NULL, that is
+ * no value, for null, objects and arrays.
+ */
+export const DATASET_ENTRY_TEXT = sql.raw(
+  `(CASE "lj"."type" WHEN 'text' THEN "lj"."value" WHEN 'integer' THEN CAST("lj"."value" AS TEXT) WHEN 'real' THEN CAST("lj"."value" AS TEXT) WHEN 'true' THEN 'true' WHEN 'false' THEN 'false' END)`,
+);
+
+function folded(expression: SQL | SQL.Aliased | unknown, caseSensitive: boolean): SQL {
+  return caseSensitive ? sql`${expression}` : sql`lower(${expression})`;
+}
+
+/** `expr [NOT] IN (list)`, folding both sides when case-insensitive. */
+function inList(expression: unknown, negated: boolean, list: SQL, caseSensitive: boolean): SQL {
+  const element = caseSensitive ? sql.raw(`"value"`) : sql.raw(`lower("value")`);
+  return sql`${folded(expression, caseSensitive)} ${sql.raw(negated ? "NOT IN" : "IN")} (SELECT ${element} FROM json_each(${list}))`;
+}
+
+/**
+ * A test of one present value (a column, a metadata value, a metric value) against the leaf:
+ * callers guard for absence.
+ */
+export function valueTest(expression: unknown, leaf: FilterLeaf, pack: SqlParamPack): SQL {
+  switch (leaf.kind) {
+    case "compare": {
+      const value = pack.value(leaf.value);
+      return sql`${folded(expression, leaf.caseSensitive)} ${COMPARISON[leaf.operator]} ${folded(value, leaf.caseSensitive)}`;
+    }
+    case "contains":
+      return sql`instr(${folded(expression, leaf.caseSensitive)}, ${folded(pack.value(leaf.value), leaf.caseSensitive)}) > 0`;
+    case "in":
+      return inList(expression, leaf.negated, pack.list(leaf.values), leaf.caseSensitive);
+    case "between":
+      return sql`${expression} BETWEEN ${pack.value(leaf.low)} AND ${pack.value(leaf.high)}`;
+    default:
+      throw new Error(`leaf ${leaf.kind} has no value test`);
+  }
+}
+
+function standardLeaf(column: Extract<ColumnRef, { kind: "standard" }>, leaf: FilterLeaf, pack: SqlParamPack): SQL {
+  if (column.column.filter_type === "collection") return tagsLeaf(leaf, pack);
+  const expression = recordColumn(column.storage);
+  const test = valueTest(expression, leaf, pack);
+  return column.nullable ? sql`(${expression} IS NOT NULL AND ${test})` : sql`(${test})`;
+}
+
+/** The tag list is never missing: a record without tags has the empty list. */
+function tagsLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
+  const ofRecord = sql`${leafTags.recordId} = ${r.id}`;
+  switch (leaf.kind) {
+    case "contains":
+      return sql`EXISTS (SELECT 1 FROM ${from(leafTags)} WHERE ${ofRecord} AND ${folded(leafTags.tag, leaf.caseSensitive)} = ${folded(pack.value(leaf.value), leaf.caseSensitive)})`;
+    case "in": {
+      const test = inList(leafTags.tag, false, pack.list(leaf.values), leaf.caseSensitive);
+      return sql`${sql.raw(leaf.negated ? "NOT EXISTS" : "EXISTS")} (SELECT 1 FROM ${from(leafTags)} WHERE ${ofRecord} AND ${test})`;
+    }
+    case "tags_equal": {
+      const list = pack.list(leaf.values);
+      const element = leaf.caseSensitive ? sql.raw(`"value"`) : sql.raw(`lower("value")`);
+      return sql`((SELECT count(DISTINCT ${folded(leafTags.tag, leaf.caseSensitive)}) FROM ${from(leafTags)} WHERE ${ofRecord}) = (SELECT count(DISTINCT ${element}) FROM json_each(${list})) AND NOT EXISTS (SELECT 1 FROM ${from(leafTags)} WHERE ${ofRecord} AND ${inList(leafTags.tag, true, list, leaf.caseSensitive)}))`;
+    }
+    default:
+      throw new Error(`leaf ${leaf.kind} does not apply to tags`);
+  }
+}
+
+function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "never" }>, pack: SqlParamPack): SQL {
+  const { column } = leaf;
+  switch (column.kind) {
+    case "standard":
+      return standardLeaf(column, leaf, pack);
+    case "metric":
+      return sql`EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordId} = ${r.id} AND ${leafMetrics.name} = ${pack.value(column.name)} AND ${valueTest(leafMetrics.value, leaf, pack)})`;
+    case "user_metadata":
+      return sql`EXISTS (SELECT 1 FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordId} = ${r.id} AND ${leafMetadata.key} = ${pack.value(column.key)} AND ${valueTest(leafMetadata.value, leaf, pack)})`;
+    case "dataset_metadata":
+      // A NULL entry text makes every test NULL, so the row does not satisfy the EXISTS.
+      return sql`EXISTS (SELECT 1 FROM json_each(${r.datasetMetadata}) AS "lj" WHERE "lj"."key" = ${pack.value(column.key)} AND ${valueTest(DATASET_ENTRY_TEXT, leaf, pack)})`;
+  }
+}
+
+export function compileLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
+  return leaf.kind === "never" ? sql.raw("0") : columnLeaf(leaf, pack);
+}
+
+/** The filter as a 0/1 expression over `r`. An empty AND is 1, an empty OR is 0. */
+export function compileFilter(node: FilterNode, pack: SqlParamPack): SQL {
+  switch (node.kind) {
+    case "leaf":
+      return compileLeaf(node.leaf, pack);
+    case "not":
+      return sql`(NOT ${compileFilter(node.child, pack)})`;
+    case "and":
+      if (node.children.length === 0) return sql.raw("1");
+      return sql`(${sql.join(node.children.map((c) => compileFilter(c, pack)), sql.raw(" AND "))})`;
+    case "or":
+      if (node.children.length === 0) return sql.raw("0");
+      return sql`(${sql.join(node.children.map((c) => compileFilter(c, pack)), sql.raw(" OR "))})`;
+  }
+}
+
+/** The top-level conjuncts of a filter: nested ANDs flattened, so each can drive a plan. */
+export function conjunctsOf(node: FilterNode): FilterNode[] {
+  return node.kind === "and" ? node.children.flatMap(conjunctsOf) : [node];
+}

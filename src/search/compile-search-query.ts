@@ -1,0 +1,241 @@
+/**
+ * A SearchQuery -> ONE SQL statement that returns the page (limit + 1 rows, to know whether more
+ * follow), already ordered, with the child counts when asked. Its only bound parameter is the
+ * value pack (sql-param-pack.ts).
+ *
+ * The statement picks the access path that serves both the filter and the order, so that a
+ * page costs what it returns rather than what the run holds (docs/search.md, "Query plans"):
+ * - a sort on `metrics/<name>` is driven by record_metrics' (run_id, record_type, name, value,
+ *   record_id) index: records with the metric in value order, then (a second arm, run only when
+ *   the page reaches it) the records without it, by id;
+ * - in native order (or sorted by created_at), a top-level `user_metadata.<key>` = value or tag
+ *   `contains` leaf is driven by its side table's index, which carries (created_at, record_id)
+ *   after the value and so is already in page order;
+ * - otherwise the records table, whose indexes carry (run_id, record_type, [type | model,]
+ *   created_at, id) for the native order.
+ * Side-table drivers are joined with CROSS JOIN, which tells SQLite to keep them as the outer
+ * loop whatever its statistics say.
+ *
+ * Every arm also requires the run to be the caller's (a constant EXISTS on `runs`, evaluated
+ * once), so a page can never hold another organization's records even if the separate
+ * ownership check were dropped.
+ */
+import { type SQL, sql } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import type { RunKind } from "../db/schema";
+import { compileFilter, conjunctsOf, DATASET_ENTRY_TEXT, valueTest } from "./compile-filter-tree";
+import type { ColumnRef } from "./search-columns";
+import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
+import { child, driverMetadata, driverMetrics, driverTags, from, guardRun, leafMetadata, leafMetrics, r, recordColumn } from "./search-tables";
+import { storageNeeded } from "./shape-record";
+import { SqlParamPack } from "./sql-param-pack";
+
+export interface SearchScope {
+  organizationId: string;
+  projectId: string;
+  runId: string;
+  runKind: RunKind;
+}
+
+export interface CompiledStatement {
+  sql: string;
+  params: [string];
+}
+
+const dialect = new SQLiteAsyncDialect();
+
+type Direction = "ASC" | "DESC";
+
+interface Context {
+  query: SearchQuery;
+  scope: SearchScope;
+  pack: SqlParamPack;
+  direction: Direction;
+  /** The stored columns of the page, as `"r"."col" AS "col"`. */
+  columns: SQL;
+}
+
+/** The run and family every arm is confined to, and the ownership guard. */
+function baseConditions(ctx: Context): SQL {
+  const { pack, scope, query } = ctx;
+  const run = pack.value(scope.runId);
+  return sql`${r.runId} = ${run} AND ${r.recordType} = ${pack.value(query.family)} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
+}
+
+function residual(nodes: readonly FilterNode[], pack: SqlParamPack): SQL {
+  return nodes.length === 0 ? sql.raw("1") : sql.join(nodes.map((n) => compileFilter(n, pack)), sql.raw(" AND "));
+}
+
+function pageLimit(ctx: Context): SQL {
+  return sql`LIMIT ${ctx.pack.value(ctx.query.limit + 1)} OFFSET ${ctx.pack.value(ctx.query.offset)}`;
+}
+
+/** The leaf of a top-level conjunct, if it is a bare leaf. */
+function leafOf(node: FilterNode): FilterLeaf | undefined {
+  return node.kind === "leaf" ? node.leaf : undefined;
+}
+
+function isColumn(column: ColumnRef, id: string): boolean {
+  return column.kind === "standard" && column.id === id;
+}
+
+// ---- records-driven plan ----------------------------------------------------------------------
+
+/** The value a sort orders by, for sorts that are not served by a side table. */
+function sortExpression(column: ColumnRef, pack: SqlParamPack): { expression: SQL; nullable: boolean } {
+  switch (column.kind) {
+    case "standard":
+      return { expression: sql`${recordColumn(column.storage)}`, nullable: column.nullable };
+    case "user_metadata":
+      return {
+        expression: sql`(SELECT ${leafMetadata.value} FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordId} = ${r.id} AND ${leafMetadata.key} = ${pack.value(column.key)})`,
+        nullable: true,
+      };
+    case "dataset_metadata":
+      return {
+        expression: sql`(SELECT ${DATASET_ENTRY_TEXT} FROM json_each(${r.datasetMetadata}) AS "lj" WHERE "lj"."key" = ${pack.value(column.key)})`,
+        nullable: true,
+      };
+    case "metric":
+      throw new Error("metric sorts use the metric plan");
+  }
+}
+
+function recordsPlan(ctx: Context): SQL {
+  const { query, pack, direction } = ctx;
+  const dir = sql.raw(direction);
+  const sort = query.sort ? sortExpression(query.sort.column, pack) : { expression: sql`${r.createdAt}`, nullable: false };
+  const order = sort.nullable
+    ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}`
+    : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
+  return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+}
+
+// ---- side-table-driven plan (native order) ----------------------------------------------------
+
+interface SideDriver {
+  conjunct: FilterNode;
+  leaf: FilterLeaf;
+}
+
+/** A top-level leaf whose side-table index yields matches in created_at order. */
+function sideDriverOf(conjuncts: readonly FilterNode[]): SideDriver | undefined {
+  for (const conjunct of conjuncts) {
+    const leaf = leafOf(conjunct);
+    if (!leaf || leaf.kind === "never" || leaf.kind === "tags_equal" || leaf.kind === "between") continue;
+    if (leaf.kind === "compare" && leaf.operator === "eq" && leaf.caseSensitive && leaf.column.kind === "user_metadata") return { conjunct, leaf };
+    if (leaf.kind === "contains" && leaf.caseSensitive && isColumn(leaf.column, "tags")) return { conjunct, leaf };
+  }
+  return undefined;
+}
+
+/** Top-level created_at ranges, repeated on the driver's own created_at so its index range narrows. */
+function createdAtRanges(conjuncts: readonly FilterNode[], driverCreatedAt: unknown, pack: SqlParamPack): SQL[] {
+  const ranges: SQL[] = [];
+  for (const conjunct of conjuncts) {
+    const leaf = leafOf(conjunct);
+    if (leaf?.kind === "compare" && leaf.operator !== "ne" && isColumn(leaf.column, "created_at")) {
+      ranges.push(valueTest(driverCreatedAt, leaf, pack));
+    }
+  }
+  return ranges;
+}
+
+function sidePlan(ctx: Context, driver: SideDriver): SQL {
+  const { query, pack, direction } = ctx;
+  const dir = sql.raw(direction);
+  const conjuncts = conjunctsOf(query.filter);
+  const rest = conjuncts.filter((c) => c !== driver.conjunct);
+  const run = pack.value(ctx.scope.runId);
+  const family = pack.value(query.family);
+  const leaf = driver.leaf as Extract<FilterLeaf, { kind: "compare" | "contains" }>;
+  const side =
+    leaf.column.kind === "user_metadata"
+      ? {
+          table: driverMetadata,
+          createdAt: driverMetadata.createdAt,
+          recordId: driverMetadata.recordId,
+          match: sql`${driverMetadata.runId} = ${run} AND ${driverMetadata.recordType} = ${family} AND ${driverMetadata.key} = ${pack.value(leaf.column.key)} AND ${driverMetadata.value} = ${pack.value(leaf.value)}`,
+        }
+      : {
+          table: driverTags,
+          createdAt: driverTags.createdAt,
+          recordId: driverTags.recordId,
+          match: sql`${driverTags.runId} = ${run} AND ${driverTags.recordType} = ${family} AND ${driverTags.tag} = ${pack.value(leaf.value)}`,
+        };
+  const ranges = createdAtRanges(conjuncts, side.createdAt, pack).map((range) => sql` AND ${range}`);
+  return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${from(side.table)} CROSS JOIN ${from(r)} ON ${r.id} = ${side.recordId} WHERE ${side.match}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${residual(rest, pack)} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
+}
+
+// ---- metric-sort plan ---------------------------------------------------------------------------
+
+function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
+  const { query, pack, direction } = ctx;
+  const dir = sql.raw(direction);
+  const conjuncts = conjunctsOf(query.filter);
+  // Top-level leaves on the sorted metric become ranges of the driving index; any of them also
+  // proves the record has the metric, so the arm of records without it is then empty.
+  const onMetric = (node: FilterNode) => {
+    const leaf = leafOf(node);
+    return leaf !== undefined && leaf.kind !== "never" && leaf.column.kind === "metric" && leaf.column.name === name;
+  };
+  const ranges = conjuncts.filter(onMetric).map((node) => sql` AND ${valueTest(driverMetrics.value, leafOf(node)!, pack)}`);
+  const rest = residual(conjuncts.filter((c) => !onMetric(c)), pack);
+  const run = pack.value(ctx.scope.runId);
+  const metricName = pack.value(name);
+  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.id} = ${driverMetrics.recordId} WHERE ${driverMetrics.runId} = ${run} AND ${driverMetrics.recordType} = ${pack.value(query.family)} AND ${driverMetrics.name} = ${metricName}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${rest}`;
+  const firstArm = sql`SELECT 0 AS "arm", ${driverMetrics.value} AS "sort_value", ${ctx.columns} FROM ${withMetric} ORDER BY ${driverMetrics.value} ${dir}, ${driverMetrics.recordId} ${dir} ${pageLimit(ctx)}`;
+  if (ranges.length > 0) return { with: sql``, inner: firstArm };
+
+  // Rows of the first arm up to the end of this page (bounded: it stops at offset + limit + 1).
+  const pageEnd = pack.value(query.offset + query.limit + 1);
+  const offset = pack.value(query.offset);
+  const counted = sql`WITH "arm1_count"("n") AS (SELECT count(*) FROM (SELECT 1 FROM ${withMetric} LIMIT ${pageEnd})) `;
+  const firstArmRows = sql.raw(`(SELECT "n" FROM "arm1_count")`);
+  const withoutMetric = sql`NOT EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordId} = ${r.id} AND ${leafMetrics.name} = ${metricName})`;
+  // LIMIT 0 when the first arm fills the page: SQLite then never starts the second arm's scan.
+  const secondArm = sql`SELECT 1 AS "arm", NULL AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${withoutMetric} AND ${rest} ORDER BY ${r.id} ${dir} LIMIT max(0, ${pageEnd} - max(${firstArmRows}, ${offset})) OFFSET max(0, ${offset} - ${firstArmRows})`;
+  return { with: counted, inner: sql`SELECT * FROM (${firstArm}) UNION ALL SELECT * FROM (${secondArm})` };
+}
+
+// ---- the statement ------------------------------------------------------------------------------
+
+function countColumns(ctx: Context): SQL {
+  const { query, pack } = ctx;
+  if (!query.includeCounts || query.family === "span") return sql``;
+  const [parentColumn, childFamily, name] =
+    query.family === "trace" ? ([child.traceId, "span", "num_spans"] as const) : ([child.sessionId, "trace", "num_traces"] as const);
+  // Children of the same run only: a record of another run cannot be counted by naming this id.
+  return sql`, (SELECT count(*) FROM ${from(child)} WHERE ${parentColumn} = "page"."id" AND ${child.recordType} = ${pack.value(childFamily)} AND ${child.runId} = ${pack.value(ctx.scope.runId)}) AS ${sql.identifier(name)}`;
+}
+
+export function compileSearchQuery(query: SearchQuery, scope: SearchScope): CompiledStatement {
+  const pack = new SqlParamPack();
+  const ascending = query.sort?.ascending ?? false;
+  const ctx: Context = {
+    query,
+    scope,
+    pack,
+    direction: ascending ? "ASC" : "DESC",
+    columns: sql.join(
+      storageNeeded(query).map((name) => sql`${recordColumn(name)} AS ${sql.identifier(name)}`),
+      sql.raw(", "),
+    ),
+  };
+  const sortColumn = query.sort?.column;
+  let prefix = sql``;
+  let inner: SQL;
+  if (sortColumn?.kind === "metric") {
+    const plan = metricPlan(ctx, sortColumn.name);
+    prefix = plan.with;
+    inner = plan.inner;
+  } else {
+    const inNativeOrder = !sortColumn || isColumn(sortColumn, "created_at");
+    const driver = inNativeOrder ? sideDriverOf(conjunctsOf(query.filter)) : undefined;
+    inner = driver ? sidePlan(ctx, driver) : recordsPlan(ctx);
+  }
+  const dir = sql.raw(ctx.direction);
+  // The page is re-sorted outside (at most limit + 1 rows): a subquery's order is not guaranteed.
+  const statement = sql`${prefix}SELECT "page".*${countColumns(ctx)} FROM (${inner}) AS "page" ORDER BY "page"."arm", "page"."sort_value" IS NULL, "page"."sort_value" ${dir}, "page"."id" ${dir}`;
+  return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
+}

@@ -1,0 +1,108 @@
+/**
+ * Column ids of a search request resolved through the column catalogue: a standard column
+ * (src/columns/standard-columns.ts, its `storage` names the `records` column), a metric
+ * (`metrics/<name>`), or one key of a metadata map (`user_metadata.<key>`,
+ * `dataset_metadata.<key>`). Nothing a client sends is ever used as an SQL identifier: only the
+ * catalogue's `storage` names are.
+ */
+import { getTableColumns } from "drizzle-orm";
+import { METRIC_COLUMN_PREFIX } from "../columns/metric-catalogue";
+import {
+  appliesToFamily,
+  type FilterType,
+  type RecordFamily,
+  type RecordKind,
+  type StandardColumn,
+  STANDARD_COLUMNS_BY_ID,
+} from "../columns/standard-columns";
+import { records } from "../db/schema";
+import { SEARCH_LIMITS } from "./search-limits";
+
+export type ColumnRef =
+  | { kind: "standard"; id: string; column: StandardColumn; storage: string; nullable: boolean }
+  | { kind: "metric"; id: string; name: string }
+  | { kind: "user_metadata"; id: string; key: string }
+  | { kind: "dataset_metadata"; id: string; key: string };
+
+export const USER_METADATA_PREFIX = "user_metadata.";
+export const DATASET_METADATA_PREFIX = "dataset_metadata.";
+
+/** SQL names of the `records` columns that may hold NULL, read from the schema itself. */
+const NULLABLE_STORAGE: ReadonlySet<string> = new Set(
+  Object.values(getTableColumns(records))
+    .filter((c) => !c.notNull)
+    .map((c) => c.name),
+);
+
+const FAMILY_LABEL: Record<RecordFamily, string> = { session: "sessions", trace: "traces", span: "spans" };
+
+/** Kinds a dataset metadata key can be on: the records that carry dataset fields. */
+const DATASET_KINDS: readonly RecordKind[] = STANDARD_COLUMNS_BY_ID.get("dataset_input")!.applicable_types;
+
+export type ColumnResolution =
+  | { ok: true; ref: ColumnRef }
+  | { ok: false; reason: "unknown" | "not_applicable"; message: string };
+
+function keyed(prefix: string, id: string, what: string): { ok: true; key: string } | { ok: false; reason: "unknown"; message: string } {
+  const key = id.slice(prefix.length);
+  if (key.length === 0) return { ok: false, reason: "unknown", message: `column '${id}' names no ${what}` };
+  if (key.length > SEARCH_LIMITS.maxColumnKeyLength) {
+    return { ok: false, reason: "unknown", message: `the ${what} in column '${id.slice(0, 64)}...' is longer than ${SEARCH_LIMITS.maxColumnKeyLength} characters` };
+  }
+  return { ok: true, key };
+}
+
+function notApplicable(id: string, family: RecordFamily): ColumnResolution {
+  return { ok: false, reason: "not_applicable", message: `column '${id}' does not apply to ${FAMILY_LABEL[family]}` };
+}
+
+/** Resolves a column id for a search over `family`: unknown and inapplicable columns are errors. */
+export function resolveColumn(id: string, family: RecordFamily): ColumnResolution {
+  const standard = STANDARD_COLUMNS_BY_ID.get(id);
+  if (standard) {
+    if (!appliesToFamily(standard, family)) return notApplicable(id, family);
+    return { ok: true, ref: { kind: "standard", id, column: standard, storage: standard.storage, nullable: NULLABLE_STORAGE.has(standard.storage) } };
+  }
+  if (id.startsWith(METRIC_COLUMN_PREFIX)) {
+    const name = keyed(METRIC_COLUMN_PREFIX, id, "metric");
+    return name.ok ? { ok: true, ref: { kind: "metric", id, name: name.key } } : name;
+  }
+  if (id.startsWith(USER_METADATA_PREFIX)) {
+    const key = keyed(USER_METADATA_PREFIX, id, "metadata key");
+    return key.ok ? { ok: true, ref: { kind: "user_metadata", id, key: key.key } } : key;
+  }
+  if (id.startsWith(DATASET_METADATA_PREFIX)) {
+    if (!appliesToFamily({ applicable_types: DATASET_KINDS }, family)) return notApplicable(id, family);
+    const key = keyed(DATASET_METADATA_PREFIX, id, "metadata key");
+    return key.ok ? { ok: true, ref: { kind: "dataset_metadata", id, key: key.key } } : key;
+  }
+  return { ok: false, reason: "unknown", message: `unknown column '${id.length > 200 ? `${id.slice(0, 200)}...` : id}'` };
+}
+
+/** The filter type a column takes: the catalogue's, number for metrics, text for metadata values. */
+export function filterTypeOf(ref: ColumnRef): FilterType {
+  switch (ref.kind) {
+    case "standard":
+      return ref.column.filter_type;
+    case "metric":
+      return "number";
+    default:
+      return "text";
+  }
+}
+
+export function isSortable(ref: ColumnRef): boolean {
+  return ref.kind !== "standard" || ref.column.sortable;
+}
+
+/** Whether a record of `kind` can hold a value for the column (projection keeps only those). */
+export function appliesToKind(ref: ColumnRef, kind: string): boolean {
+  switch (ref.kind) {
+    case "standard":
+      return (ref.column.applicable_types as readonly string[]).includes(kind);
+    case "dataset_metadata":
+      return (DATASET_KINDS as readonly string[]).includes(kind);
+    default:
+      return true;
+  }
+}

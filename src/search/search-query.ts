@@ -1,0 +1,61 @@
+/**
+ * A search request after validation: every column resolved through the catalogue, every value
+ * converted to its stored form (ids lower case, dates in microseconds, booleans 0/1), both
+ * request shapes (the seed's and the SDK's) folded into one. The compiler and the record shaper
+ * read only this.
+ */
+import type { RecordFamily } from "../columns/standard-columns";
+import type { ColumnRef } from "./search-columns";
+
+export type CompareOperator = "eq" | "ne" | "gt" | "gte" | "lt" | "lte";
+
+/**
+ * One filter leaf. Every leaf is false for a record that has no value for its column (`ne` and
+ * `not_in` included); the tag list is the exception: it always has a value, possibly empty.
+ */
+export type FilterLeaf =
+  /** id, date, number, boolean or text column compared with one value. */
+  | { kind: "compare"; column: ColumnRef; operator: CompareOperator; value: string | number; caseSensitive: boolean }
+  /** Substring of a text or id value; for tags, "has this tag". */
+  | { kind: "contains"; column: ColumnRef; value: string; caseSensitive: boolean }
+  /** `one_of` (negated false) or `not_in` (negated true); for tags, has any of / has none of. */
+  | { kind: "in"; column: ColumnRef; negated: boolean; values: string[]; caseSensitive: boolean }
+  /** Number within [low, high], both inclusive. */
+  | { kind: "between"; column: ColumnRef; low: number; high: number }
+  /** Tag list equal to this set of tags. */
+  | { kind: "tags_equal"; column: ColumnRef; values: string[]; caseSensitive: boolean }
+  /** `fully_annotated`: no record is annotated in this service. */
+  | { kind: "never" };
+
+export type FilterNode =
+  | { kind: "and"; children: FilterNode[] }
+  | { kind: "or"; children: FilterNode[] }
+  | { kind: "not"; child: FilterNode }
+  | { kind: "leaf"; leaf: FilterLeaf };
+
+/** An explicit sort; absent means the native order (created_at descending, then id descending). */
+export interface SortSpec {
+  column: ColumnRef;
+  ascending: boolean;
+}
+
+export interface Projection {
+  /** The selected columns, or null for every standard field of the record's kind. */
+  columns: ColumnRef[] | null;
+  /** Metric names to return in `metrics`, or "all". */
+  metrics: ReadonlySet<string> | "all";
+  /** Whether `feedback_rating_info` is returned. */
+  feedback: boolean;
+}
+
+export interface SearchQuery {
+  family: RecordFamily;
+  filter: FilterNode;
+  sort: SortSpec | null;
+  limit: number;
+  offset: number;
+  projection: Projection;
+  includeCounts: boolean;
+  includeMetricInfo: boolean;
+  truncateFields: boolean;
+}

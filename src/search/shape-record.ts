@@ -1,0 +1,287 @@
+/**
+ * Stored rows -> records as the interface returns them, per kind: an llm span's input is a list
+ * of messages and its output one message, a retriever's output a list of documents, and text
+ * stored with `*_is_json = 1` is parsed back into the structure the client sent. Pure.
+ *
+ * Projection (contract, section 4): a record always has `id` and `type`; with `column_ids` it
+ * has exactly the selected columns that apply to its kind, otherwise every field of its kind.
+ */
+import { microsToIso } from "../db/client";
+import { type ColumnRef, appliesToKind } from "./search-columns";
+import { SEARCH_LIMITS } from "./search-limits";
+import type { Projection, SearchQuery } from "./search-query";
+
+export type StoredRow = Record<string, unknown>;
+type Json = unknown;
+
+export interface Message {
+  role: string;
+  content: unknown;
+  [key: string]: unknown;
+}
+
+export interface Document {
+  content: unknown;
+  metadata: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** Fields every kind has, in the order records are written out. */
+const COMMON_FIELDS = [
+  "id", "type", "name", "input", "output", "redacted_input", "redacted_output", "created_at", "updated_at",
+  "user_metadata", "tags", "status_code", "external_id", "dataset_input", "dataset_output", "dataset_metadata",
+  "session_id", "trace_id", "project_id", "run_id", "has_children", "is_complete", "error_message",
+  "progress_message",
+] as const;
+
+const SPAN_FIELDS = ["parent_id", "step_number"] as const;
+
+const KIND_FIELDS: Record<string, readonly string[]> = {
+  llm: ["model", "temperature", "finish_reason", "tools", "events"],
+  tool: ["tool_call_id"],
+  agent: ["agent_type"],
+  control: ["control_id", "agent_name", "check_stage", "applies_to", "evaluator_name", "selector_path"],
+  session: ["previous_session_id"],
+};
+
+const SPAN_KINDS = new Set(["agent", "workflow", "llm", "tool", "retriever", "control"]);
+
+/** Annotation and file fields: part of the interface's records, never filled by this service. */
+const EMPTY_FIELDS: Record<string, () => Json> = {
+  annotations: () => ({}),
+  annotation_aggregates: () => ({}),
+  annotation_agreement: () => ({}),
+  annotation_queue_ids: () => [],
+  file_ids: () => [],
+  file_modalities: () => [],
+};
+
+export function fullFieldsOf(kind: string): string[] {
+  return [
+    ...COMMON_FIELDS,
+    ...(SPAN_KINDS.has(kind) ? SPAN_FIELDS : []),
+    ...(KIND_FIELDS[kind] ?? []),
+    ...Object.keys(EMPTY_FIELDS),
+  ];
+}
+
+/** Stored columns a field is read from (default: the column of the same name). */
+const FIELD_STORAGE: Record<string, readonly string[]> = {
+  input: ["input", "input_is_json"],
+  output: ["output", "output_is_json"],
+  ...Object.fromEntries(Object.keys(EMPTY_FIELDS).map((f) => [f, []])),
+};
+
+function storageOfField(field: string): readonly string[] {
+  return FIELD_STORAGE[field] ?? [field];
+}
+
+const FAMILY_KINDS: Record<SearchQuery["family"], readonly string[]> = {
+  session: ["session"],
+  trace: ["trace"],
+  span: [...SPAN_KINDS],
+};
+
+function selectsMetrics(projection: Projection): boolean {
+  return projection.metrics === "all" || projection.metrics.size > 0;
+}
+
+/** The stored columns a page must read to shape its records. */
+export function storageNeeded(query: SearchQuery): string[] {
+  const needed = new Set<string>(["id", "type", "created_at"]);
+  const { projection } = query;
+  const fields = projection.columns
+    ? projection.columns.flatMap((c) => (c.kind === "standard" ? [c.id] : c.kind === "metric" ? [] : [c.kind]))
+    : FAMILY_KINDS[query.family].flatMap(fullFieldsOf);
+  for (const field of fields) for (const column of storageOfField(field)) needed.add(column);
+  if (selectsMetrics(projection) || query.includeMetricInfo) needed.add("metrics");
+  if (query.includeMetricInfo) needed.add("metric_info");
+  if (projection.feedback) needed.add("feedback_rating_info");
+  return [...needed];
+}
+
+function parseJson(text: unknown): Json {
+  if (typeof text !== "string") return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+function jsonObject(text: unknown): Record<string, Json> {
+  const value = parseJson(text);
+  return value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, Json>) : {};
+}
+
+/** Stored text as sent: the string itself, or the parsed structure when it was stored as JSON. */
+function storedContent(text: unknown, isJson: unknown): Json {
+  if (text === null || text === undefined) return null;
+  return isJson ? parseJson(text) : text;
+}
+
+function isObject(value: Json): value is Record<string, Json> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function toMessage(value: Json, defaultRole: string): Message {
+  if (isObject(value)) return { ...value, role: typeof value.role === "string" ? value.role : defaultRole, content: value.content ?? "" };
+  return { role: defaultRole, content: typeof value === "string" ? value : JSON.stringify(value) };
+}
+
+function toMessages(value: Json): Message[] {
+  if (value === null) return [];
+  return (Array.isArray(value) ? value : [value]).map((m) => toMessage(m, "user"));
+}
+
+/** One message: the last of a list (the model's final answer), or the value itself. */
+function toOutputMessage(value: Json): Message | null {
+  if (value === null) return null;
+  if (Array.isArray(value)) return value.length === 0 ? null : toMessage(value[value.length - 1], "assistant");
+  return toMessage(value, "assistant");
+}
+
+function toDocuments(value: Json): Document[] {
+  if (value === null) return [];
+  return (Array.isArray(value) ? value : [value]).map((d) => {
+    if (isObject(d)) {
+      const { page_content, ...rest } = d;
+      return { ...rest, content: rest.content ?? page_content ?? "", metadata: isObject(rest.metadata) ? rest.metadata : {} };
+    }
+    return { content: typeof d === "string" ? d : JSON.stringify(d), metadata: {} };
+  });
+}
+
+function inputOf(kind: string, value: Json): Json {
+  return kind === "llm" ? toMessages(value) : value;
+}
+
+function outputOf(kind: string, value: Json): Json {
+  if (kind === "llm") return toOutputMessage(value);
+  if (kind === "retriever") return toDocuments(value);
+  return value;
+}
+
+function truncateText(value: Json, limit: number): Json {
+  return typeof value === "string" && value.length > limit ? value.slice(0, limit) : value;
+}
+
+/** Cuts long strings of an input or output, inside messages and documents too. */
+function truncateContent(value: Json, limit: number): Json {
+  if (typeof value === "string") return truncateText(value, limit);
+  if (Array.isArray(value)) return value.map((v) => truncateContent(v, limit));
+  if (isObject(value) && "content" in value) return { ...value, content: truncateContent(value.content, limit) };
+  return value;
+}
+
+/** Tools as sent: a list when the stored text is a JSON list, else the text. */
+function toolsOf(text: unknown): Json {
+  if (typeof text !== "string") return null;
+  const parsed = parseJson(text);
+  return Array.isArray(parsed) ? parsed : text;
+}
+
+function isoOrNull(micros: unknown): string | null {
+  return typeof micros === "number" ? microsToIso(micros) : null;
+}
+
+interface ShapeOptions {
+  truncate: boolean;
+}
+
+function readField(field: string, row: StoredRow, kind: string, options: ShapeOptions): Json {
+  const limit = SEARCH_LIMITS.truncatedFieldLength;
+  const cut = (value: Json) => (options.truncate ? truncateContent(value, limit) : value);
+  switch (field) {
+    case "input":
+      return cut(inputOf(kind, storedContent(row.input, row.input_is_json)));
+    case "output":
+      return cut(outputOf(kind, storedContent(row.output, row.output_is_json)));
+    case "redacted_input": {
+      const value = parseJson(row.redacted_input);
+      return value === null ? null : cut(inputOf(kind, value));
+    }
+    case "redacted_output": {
+      const value = parseJson(row.redacted_output);
+      return value === null ? null : cut(outputOf(kind, value));
+    }
+    case "dataset_input":
+    case "dataset_output":
+      return cut(row[field] ?? null);
+    case "created_at":
+    case "updated_at":
+      return isoOrNull(row[field]);
+    case "user_metadata":
+    case "dataset_metadata":
+    case "feedback_rating_info":
+      return jsonObject(row[field]);
+    case "tags": {
+      const tags = parseJson(row.tags);
+      return Array.isArray(tags) ? tags : [];
+    }
+    case "has_children":
+    case "is_complete":
+      return row[field] === 1;
+    case "tools":
+      return toolsOf(row.tools);
+    case "events":
+      return parseJson(row.events);
+    default: {
+      const empty = EMPTY_FIELDS[field];
+      if (empty) return empty();
+      return row[field] ?? null;
+    }
+  }
+}
+
+function metricsOf(row: StoredRow, selection: Projection["metrics"]): Record<string, number> {
+  const all = jsonObject(row.metrics);
+  const out: Record<string, number> = {};
+  for (const [name, value] of Object.entries(all)) {
+    if (typeof value === "number" && (selection === "all" || selection.has(name))) out[name] = value;
+  }
+  return out;
+}
+
+function metricInfoOf(row: StoredRow, metrics: Record<string, number>) {
+  const stored = jsonObject(row.metric_info);
+  return Object.fromEntries(
+    Object.entries(metrics).map(([name, value]) => [
+      name,
+      { status_type: "success", value, metadata: isObject(stored[name]) ? stored[name] : {} },
+    ]),
+  );
+}
+
+function selectedColumnsOf(record: Record<string, Json>, row: StoredRow, kind: string, columns: readonly ColumnRef[], options: ShapeOptions): void {
+  for (const column of columns) {
+    if (!appliesToKind(column, kind)) continue;
+    if (column.kind === "standard") {
+      record[column.id] = readField(column.id, row, kind, options);
+    } else if (column.kind === "user_metadata" || column.kind === "dataset_metadata") {
+      const all = jsonObject(row[column.kind]);
+      const picked = (record[column.kind] ??= {}) as Record<string, Json>;
+      if (column.key in all) picked[column.key] = all[column.key];
+    }
+  }
+}
+
+/** One record of the answer. */
+export function shapeRecord(row: StoredRow, query: SearchQuery): Record<string, Json> {
+  const kind = String(row.type);
+  const options: ShapeOptions = { truncate: query.truncateFields };
+  const { projection } = query;
+  const record: Record<string, Json> = { id: row.id, type: kind };
+  if (projection.columns) {
+    selectedColumnsOf(record, row, kind, projection.columns, options);
+  } else {
+    for (const field of fullFieldsOf(kind)) record[field] = readField(field, row, kind, options);
+  }
+  const metrics = selectsMetrics(projection) || query.includeMetricInfo ? metricsOf(row, projection.metrics) : {};
+  if (selectsMetrics(projection) || !projection.columns) record.metrics = metrics;
+  if (projection.feedback) record.feedback_rating_info = jsonObject(row.feedback_rating_info);
+  if (query.includeCounts && kind === "trace") record.num_spans = row.num_spans ?? 0;
+  if (query.includeCounts && kind === "session") record.num_traces = row.num_traces ?? 0;
+  if (query.includeMetricInfo) record.metric_info = metricInfoOf(row, metrics);
+  return record;
+}
