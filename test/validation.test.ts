@@ -39,6 +39,11 @@ describe("422 shapes", () => {
     expect422(response, [{ loc: ["body", 13], msg: "JSON decode error", type: "json_invalid", input: {}, ctx: { error: expect.any(String) } }]);
   });
 
+  it("truncated JSON is json_invalid at its end", async () => {
+    const response = await call("/v2/projects", { as: tenant, rawBody: '{"name":', headers: { "content-type": "application/json" } });
+    expect422(response, [{ loc: ["body", 8], msg: "JSON decode error", type: "json_invalid", input: {}, ctx: { error: expect.any(String) } }]);
+  });
+
   it("a body sent without a content type is read as JSON, as FastAPI does", async () => {
     // A byte body, because fetch labels a string body text/plain.
     const send = (text: string) =>

@@ -32,10 +32,11 @@ function jsonDepth(value: unknown): number {
   return deepest;
 }
 
-/** Where JSON.parse stopped ("... at position 13 ..."), as FastAPI puts it in `loc`. */
-function errorPosition(message: string): number {
+/** Where JSON.parse stopped ("... at position 13 ...", or the end), as FastAPI puts it in `loc`. */
+function errorPosition(message: string, text: string): number {
   const match = /at position (\d+)/.exec(message);
-  return match ? Number(match[1]) : 0;
+  if (match) return Number(match[1]);
+  return /end of JSON input/i.test(message) ? text.length : 0;
 }
 
 const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/i;
@@ -61,7 +62,7 @@ export const jsonBody: MiddlewareHandler<AppEnv> = async (c, next) => {
   } catch (error) {
     const message = error instanceof Error ? error.message : "invalid JSON";
     return validationResponse(c, [
-      { loc: ["body", errorPosition(message)], msg: "JSON decode error", type: "json_invalid", input: {}, ctx: { error: message } },
+      { loc: ["body", errorPosition(message, text)], msg: "JSON decode error", type: "json_invalid", input: {}, ctx: { error: message } },
     ]);
   }
   if (jsonDepth(parsed) > MAX_JSON_DEPTH) {
