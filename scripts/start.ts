@@ -58,6 +58,8 @@ const target: D1Target = persistTo ? { remote: false, persistTo } : { remote: fa
 const port = portFromEnv();
 const baseUrl = `http://${LOOPBACK}:${port}`;
 
+if (!(await isPortFree(port))) fail(`port ${port} on ${LOOPBACK} is in use; stop what runs there or choose another: PORT=8788 npm start`);
+
 say("applying migrations to the local D1 database");
 try {
   await applyMigrations(target);
@@ -65,7 +67,6 @@ try {
   fail(error instanceof WranglerError ? `${error.message}\n${error.output}` : String(error));
 }
 if (ensureDevVars()) say("created .dev.vars with a random TOKEN_SECRET (from .dev.vars.example)");
-if (!(await isPortFree(port))) fail(`port ${port} on ${LOOPBACK} is in use; stop what runs there or choose another: PORT=8788 npm start`);
 
 say(`starting wrangler dev on ${baseUrl}`);
 const server = startDevServer({ port, persistTo, stdio: "inherit" });
