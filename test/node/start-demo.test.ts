@@ -137,19 +137,20 @@ describe("npm start", () => {
 
   it("refuses a port that is taken, before touching the database", async () => {
     const { createServer } = await import("node:net");
-    const blocker = createServer().listen(port, "127.0.0.1");
+    const taken = await freePort();
+    const blocker = createServer().listen(taken, "127.0.0.1");
     await new Promise((r) => blocker.once("listening", r));
     try {
       const child = spawn(join(REPO_ROOT, "node_modules", ".bin", "tsx"), ["scripts/start.ts", "--persist-to", persistTo], {
         cwd: REPO_ROOT,
-        env: { ...process.env, PORT: String(port) },
+        env: { ...process.env, PORT: String(taken) },
         stdio: ["ignore", "pipe", "pipe"],
       });
       let stderr = "";
       child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
       const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
       expect(code).toBe(1);
-      expect(stderr).toContain(`port ${port} on 127.0.0.1 is in use`);
+      expect(stderr).toContain(`port ${taken} on 127.0.0.1 is in use`);
     } finally {
       blocker.close();
     }
