@@ -325,6 +325,24 @@ describe("ids and defaults", () => {
   });
 });
 
+describe("the record limit of a request", () => {
+  const spans = (n: number) => Array.from({ length: n }, () => ({ type: "tool" }));
+
+  it("counts nested spans: 10,000 records pass, 10,001 are a 422 at the trace that crosses the limit", async () => {
+    const accepted = await ingest({ log_stream_id: logStreamId, traces: [{ spans: spans(4_999) }, { spans: [{ type: "agent", spans: spans(4_998) }] }] });
+    expect(accepted.status, JSON.stringify(accepted.body).slice(0, 300)).toBe(200);
+    expect(accepted.body.records_count).toBe(10_000);
+    const refused = await ingest({ log_stream_id: logStreamId, traces: [{ name: "small" }, { spans: [{ type: "agent", spans: spans(10_000) }] }] });
+    expect(refused.status).toBe(422);
+    const msg =
+      "Value error, a request may carry at most 10000 records (traces and their spans at any depth); send the rest in another request";
+    expect(refused.body.detail).toEqual([
+      { loc: ["body", "traces", 1], msg, type: "value_error", input: expect.any(Object), ctx: { error: msg.slice("Value error, ".length) } },
+    ]);
+    expect(await rows("SELECT count(*) AS n FROM records WHERE run_id = ? AND name = 'small'", logStreamId)).toEqual([{ n: 0 }]);
+  });
+});
+
 describe("re-ingest", () => {
   it("does not duplicate and replaces metadata, tags and metrics", async () => {
     const [traceId, spanId, childId] = [uuid(), uuid(), uuid()];

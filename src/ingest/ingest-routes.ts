@@ -5,14 +5,14 @@ import type { Router } from "../http/create-router";
 import type { Principal } from "../http/app-env";
 import { ownedRunWithProject } from "../projects/run-access";
 import { type RunSelector, refineRunSelector, runSelectorOf } from "../projects/run-selector";
-import { CreateSessionRequest, IngestResponse, IngestTracesRequest } from "./ingest-schemas";
+import { CreateSessionRequest, IngestResponse, IngestTracesRequest, refineRecordCount } from "./ingest-schemas";
 import { type IngestContext, type RecordBatch, sessionRows, traceRows } from "./record-rows";
 import { linkStoredSpansStatements } from "./streaming-links";
 import { heldPatchStatements } from "./streaming-patches";
 import { recordWriteStatements } from "./write-records";
 import { z } from "@hono/zod-openapi";
 
-const IngestBody = IngestTracesRequest.superRefine(refineRunSelector);
+const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
 
 const ingestTraces = createRoute({

@@ -89,6 +89,37 @@ export type IngestTrace = z.infer<typeof TraceSchema>;
 /** The most records one ingest request may carry (traces and spans at any depth). */
 export const MAX_RECORDS_PER_REQUEST = 10_000;
 
+/**
+ * Enforces MAX_RECORDS_PER_REQUEST over `field` (a list of records with nested `spans`), counting
+ * every nested span: the list's own `.max()` only counts its top level. The 422 points at the
+ * item in which the limit is crossed, so it echoes that item rather than the whole request.
+ */
+export function refineRecordCount(field: string) {
+  return (value: Record<string, unknown>, ctx: z.RefinementCtx): void => {
+    const items = value[field];
+    if (!Array.isArray(items)) return;
+    let count = 0;
+    for (const [index, item] of items.entries()) {
+      const pending: unknown[] = [item];
+      while (pending.length > 0) {
+        const record = pending.pop() as { spans?: unknown } | null | undefined;
+        count += 1;
+        if (Array.isArray(record?.spans)) pending.push(...record.spans);
+      }
+      if (count > MAX_RECORDS_PER_REQUEST) {
+        const msg = `Value error, a request may carry at most ${MAX_RECORDS_PER_REQUEST} records (${field} and their spans at any depth); send the rest in another request`;
+        ctx.addIssue({
+          code: "custom",
+          message: msg,
+          path: [field, index],
+          params: { pydantic: { type: "value_error", msg, ctx: { error: msg.replace("Value error, ", "") } } },
+        });
+        return;
+      }
+    }
+  };
+}
+
 export const IngestTracesRequest = z
   .object({
     ...runSelectorShape,
