@@ -87,10 +87,12 @@ describe("observeD1", () => {
     await db.prepare("SELECT ?1 AS a").bind("x").first();
     await db.batch([db.prepare("SELECT 1"), db.prepare("SELECT ?1, ?2").bind(2, null)]);
     await db.exec("SELECT 3");
+    await db.prepare("SELECT 4").raw();
     expect(calls).toEqual([
-      { statements: [{ sql: "SELECT ?1 AS a", params: ["x"] }] },
-      { statements: [{ sql: "SELECT 1", params: [] }, { sql: "SELECT ?1, ?2", params: [2, null] }] },
-      { statements: [{ sql: "SELECT 3", params: [] }] },
+      { method: "first", statements: [{ sql: "SELECT ?1 AS a", params: ["x"] }] },
+      { method: "batch", statements: [{ sql: "SELECT 1", params: [] }, { sql: "SELECT ?1, ?2", params: [2, null] }] },
+      { method: "exec", statements: [{ sql: "SELECT 3", params: [] }] },
+      { method: "raw", statements: [{ sql: "SELECT 4", params: [] }] },
     ]);
   });
 

@@ -15,8 +15,9 @@ import type { AppEnv } from "./app-env";
 
 export const ROUND_TRIPS_METRIC = "d1";
 
-/** One round trip: the statements it carried (one for a prepared statement or `exec`). */
+/** One round trip: how it was made and the statements it carried (one unless a batch). */
 export interface D1Call {
+  method: "all" | "first" | "run" | "raw" | "batch" | "exec" | "dump";
   statements: { sql: string; params: readonly unknown[] }[];
 }
 
@@ -35,8 +36,8 @@ class ObservedStatement implements D1PreparedStatement {
     readonly params: readonly unknown[] = [],
   ) {}
 
-  private executed(): void {
-    this.observer({ statements: [{ sql: this.sql, params: this.params }] });
+  private executed(method: D1Call["method"]): void {
+    this.observer({ method, statements: [{ sql: this.sql, params: this.params }] });
   }
 
   bind(...values: unknown[]): D1PreparedStatement {
@@ -46,24 +47,24 @@ class ObservedStatement implements D1PreparedStatement {
   first<T = unknown>(colName: string): Promise<T | null>;
   first<T = Record<string, unknown>>(): Promise<T | null>;
   first<T>(colName?: string): Promise<T | null> {
-    this.executed();
+    this.executed("first");
     return colName === undefined ? this.inner.first<T>() : this.inner.first<T>(colName);
   }
 
   run<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    this.executed();
+    this.executed("run");
     return this.inner.run<T>();
   }
 
   all<T = Record<string, unknown>>(): Promise<D1Result<T>> {
-    this.executed();
+    this.executed("all");
     return this.inner.all<T>();
   }
 
   raw<T = unknown[]>(options: { columnNames: true }): Promise<[string[], ...T[]]>;
   raw<T = unknown[]>(options?: { columnNames?: false }): Promise<T[]>;
   raw<T = unknown[]>(options?: { columnNames?: boolean }): Promise<[string[], ...T[]] | T[]> {
-    this.executed();
+    this.executed("raw");
     return options?.columnNames ? this.inner.raw<T>({ columnNames: true }) : this.inner.raw<T>({ columnNames: false });
   }
 }
@@ -71,6 +72,7 @@ class ObservedStatement implements D1PreparedStatement {
 /** Reports a batch and returns the statements it wraps (one layer: wrappers may be stacked). */
 function observedBatch(statements: D1PreparedStatement[], observer: D1CallObserver): D1PreparedStatement[] {
   observer({
+    method: "batch",
     statements: statements.map((s) => (s instanceof ObservedStatement ? { sql: s.sql, params: s.params } : { sql: "<unobserved statement>", params: [] })),
   });
   return statements.map((s) => (s instanceof ObservedStatement ? s.inner : s));
@@ -110,7 +112,7 @@ class ObservedDatabase implements D1Database {
   }
 
   exec(query: string): Promise<D1ExecResult> {
-    this.observer({ statements: [{ sql: query, params: [] }] });
+    this.observer({ method: "exec", statements: [{ sql: query, params: [] }] });
     return this.inner.exec(query);
   }
 
@@ -119,7 +121,7 @@ class ObservedDatabase implements D1Database {
   }
 
   dump(): Promise<ArrayBuffer> {
-    this.observer({ statements: [] });
+    this.observer({ method: "dump", statements: [] });
     return this.inner.dump();
   }
 }

@@ -1,0 +1,237 @@
+/**
+ * The ingestion benchmark (issue 5). Spans per second through POST /v2/projects/{pid}/traces in
+ * requests of 100 traces of 10 spans each (as an SDK flush sends them), into a new database with
+ * `wrangler dev` of the service: one client sending requests one after another, then four
+ * clients at once. The request bodies are built before the clock starts.
+ *
+ * Baseline: the same rows (built by the service's own row builder) inserted straight into the
+ * SQLite file of another new database with plain multi-row INSERT statements, one transaction per
+ * request, by the sqlite3 shell. For reference the service's own write statements are also run
+ * straight on the file, which separates what SQL costs from what the HTTP + Worker + D1 path
+ * costs.
+ *
+ * Targets: the service at least 0.3 × the baseline, and at least 10,000 spans/s.
+ */
+import { writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { RECORD_COLUMNS, type RecordBatch, sessionRows, traceRows } from "../../src/ingest/record-rows";
+import type { IngestTrace } from "../../src/ingest/ingest-schemas";
+import { type Dataset, discardCopy, emptyDatabase } from "../dataset/dataset-cache";
+import { type PlannedSession, type PlannedTrace, sessionInput, traceInput, WINDOW_END_MICROS, WINDOW_MICROS } from "../dataset/synthetic-traces";
+import { ingestContext, ingestStatements, mergeBatches, type RunScope } from "../dataset/write-run";
+import { expectStatus, timedJson } from "../lib/http-timing";
+import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
+import { boundStatement, runSqlite, sqlLiteral, type SqlValue } from "../lib/sqlite-cli";
+import { count, median, ms, percentile, ratio } from "../lib/stats";
+import { withDevServer } from "../lib/wrangler-dev";
+import { BENCH_VARS } from "../search/search-bench";
+
+export interface IngestBenchOptions {
+  quick: boolean;
+}
+
+const TRACES_PER_REQUEST = 100;
+const SPANS_PER_TRACE = 10;
+const SEED = 5;
+
+interface Workload {
+  sessions: PlannedSession[];
+  /** One element per request: its traces. */
+  requests: IngestTrace[][];
+  spans: number;
+}
+
+/** `requests` requests of 100 traces × 10 spans, spread over sessions of 10 traces. */
+function workload(requests: number, offset: number): Workload {
+  const sessions: PlannedSession[] = [];
+  const bodies: IngestTrace[][] = [];
+  const start = WINDOW_END_MICROS - WINDOW_MICROS;
+  let index = offset;
+  for (let q = 0; q < requests; q += 1) {
+    const traces: IngestTrace[] = [];
+    for (let t = 0; t < TRACES_PER_REQUEST; t += 1, index += 1) {
+      if (index % 10 === 0 || sessions.length === 0) {
+        sessions.push({ index: Math.floor(index / 10), id: crypto.randomUUID(), createdAt: start + index * 1_000_000, firstTrace: index });
+      }
+      const session = sessions[sessions.length - 1]!;
+      const planned: PlannedTrace = { index, session: session.index, createdAt: start + index * 1_000_000 + 1, spans: SPANS_PER_TRACE, salted: false };
+      traces.push(traceInput(SEED, planned, session));
+    }
+    bodies.push(traces);
+  }
+  return { sessions, requests: bodies, spans: requests * TRACES_PER_REQUEST * SPANS_PER_TRACE };
+}
+
+interface Throughput {
+  clients: number;
+  requests: number;
+  spans: number;
+  seconds: number;
+  latencies: number[];
+  roundTrips: number[];
+}
+
+async function serviceThroughput(dataset: Dataset, loads: { clients: number; load: Workload }[]): Promise<Throughput[]> {
+  const { tenant } = dataset.manifest;
+  const headers = { "Service-API-Key": tenant.apiKey };
+  return withDevServer({ name: "ingest", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: BENCH_VARS, readyPath: "/healthcheck" }, async (server) => {
+    const results: Throughput[] = [];
+    for (const { clients, load } of loads) {
+      // Sessions first, untimed: the SDK opens a session before logging into it.
+      for (const session of load.sessions) {
+        expectStatus(
+          await timedJson(`${server.baseUrl}/v2/projects/${tenant.projectId}/sessions`, { body: { log_stream_id: tenant.logStreamId, ...sessionInput(SEED, session) }, headers }),
+          200,
+          "create session",
+        );
+      }
+      const bodies = load.requests.map((traces) => ({ log_stream_id: tenant.logStreamId, traces }));
+      const url = `${server.baseUrl}/v2/projects/${tenant.projectId}/traces`;
+      // One warm-up request (not counted) so that the first request's compile and caches are paid.
+      const [warmup, ...timed] = bodies;
+      expectStatus(await timedJson(url, { body: warmup, headers }), 200, "ingest warm-up");
+      const latencies: number[] = [];
+      const roundTrips: number[] = [];
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: clients }, async () => {
+          while (next < timed.length) {
+            const body = timed[next++]!;
+            const response = expectStatus(await timedJson<{ spans_count: number }>(url, { body, headers }), 200, "ingest");
+            if (response.body.spans_count !== TRACES_PER_REQUEST * SPANS_PER_TRACE) throw new Error(`ingest wrote ${response.body.spans_count} spans`);
+            latencies.push(response.ms);
+            if (response.roundTrips !== undefined) roundTrips.push(response.roundTrips);
+          }
+        }),
+      );
+      const seconds = (performance.now() - started) / 1000;
+      results.push({ clients, requests: timed.length, spans: timed.length * TRACES_PER_REQUEST * SPANS_PER_TRACE, seconds, latencies, roundTrips });
+      console.log(`  service, ${clients} client${clients === 1 ? "" : "s"}: ${count(results[results.length - 1]!.spans / seconds)} spans/s`);
+    }
+    return results;
+  });
+}
+
+/** Plain multi-row INSERTs of a batch's rows: the simplest way to put them in SQLite. */
+function plainInserts(batch: RecordBatch, scope: RunScope): string {
+  const rows = (values: SqlValue[][]) => values.map((v) => `(${v.map(sqlLiteral).join(",")})`).join(",\n");
+  const parents = new Set(batch.parentIds);
+  const parts = [
+    `INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children) VALUES\n${rows(batch.records.map((r) => [...RECORD_COLUMNS.map((c) => r[c] as SqlValue), parents.has(r.id) ? 1 : 0]))};`,
+  ];
+  if (batch.metadata.length > 0) {
+    parts.push(`INSERT INTO record_metadata (record_id, key, value, organization_id, run_id, record_type, created_at) VALUES\n${rows(batch.metadata.map((m) => [m.record_id, m.key, m.value, scope.organizationId, scope.runId, m.record_type, m.created_at]))};`);
+  }
+  if (batch.tags.length > 0) {
+    parts.push(`INSERT INTO record_tags (record_id, tag, run_id, record_type, created_at) VALUES\n${rows(batch.tags.map((t) => [t.record_id, t.tag, scope.runId, t.record_type, t.created_at]))};`);
+  }
+  if (batch.metrics.length > 0) {
+    parts.push(`INSERT INTO record_metrics (record_id, name, value, run_id, record_type, created_at) VALUES\n${rows(batch.metrics.map((m) => [m.record_id, m.name, m.value, scope.runId, m.record_type, m.created_at]))};`);
+  }
+  parts.push(`UPDATE records SET has_children = 1 WHERE id IN (${batch.parentIds.map(sqlLiteral).join(",")}) AND has_children = 0;`);
+  parts.push(`INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id) VALUES ${rows(batch.presentColumns.map(([family, column]) => [scope.runId, family, column]))};`);
+  return parts.join("\n");
+}
+
+/**
+ * Seconds the sqlite3 shell takes to run a script file on a database: one transaction per
+ * request, foreign keys on, the journal and sync settings the file has (WAL), as D1 writes it.
+ */
+async function timeScript(dataset: Dataset, label: string, requests: string[]): Promise<number> {
+  const script = path.join(SCRATCH_DIR, `${label}-${process.pid}.sql`);
+  writeFileSync(script, ["PRAGMA foreign_keys = ON;", ".parameter init", ...requests.map((r) => `BEGIN;\n${r}\nCOMMIT;`), ""].join("\n"));
+  const started = performance.now();
+  await runSqlite(dataset.sqliteFile, `.read ${script}\n`, { timeoutMs: 1_800_000 });
+  return (performance.now() - started) / 1000;
+}
+
+async function baselines(load: Workload, seed: number): Promise<{ plain: number; serviceSql: number }> {
+  const plainDb = await emptyDatabase("ingest-plain", seed);
+  const serviceSqlDb = await emptyDatabase("ingest-service-sql", seed);
+  try {
+    const { tenant } = plainDb.manifest;
+    const scope: RunScope = { organizationId: tenant.organizationId, projectId: tenant.projectId, runId: tenant.logStreamId };
+    const ctx = ingestContext(scope);
+    // Sessions exist before the traces, as in the service run (untimed there too).
+    const sessions = mergeBatches(load.sessions.map((s) => sessionRows(sessionInput(SEED, s), ctx)));
+    await runSqlite(plainDb.sqliteFile, `PRAGMA foreign_keys = ON;\n${plainInserts(sessions, scope)}\n`);
+    await runSqlite(serviceSqlDb.sqliteFile, `PRAGMA foreign_keys = ON;\n.parameter init\n${ingestStatements(sessions, scope).map(boundStatement).join("")}`);
+    const batches = load.requests.map((traces) => traceRows(traces, ctx));
+    const plain = await timeScript(plainDb, "ingest-plain", batches.map((b) => plainInserts(b, scope)));
+    const serviceSql = await timeScript(serviceSqlDb, "ingest-service-sql", batches.map((b) => ingestStatements(b, scope).map(boundStatement).join("")));
+    return { plain, serviceSql };
+  } finally {
+    discardCopy(plainDb);
+    discardCopy(serviceSqlDb);
+  }
+}
+
+export async function runIngestBench(options: IngestBenchOptions): Promise<string> {
+  const startLoad = os.loadavg();
+  const requests = options.quick ? 8 : 40;
+  console.log(`\ningest: ${requests} requests of ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans per client setting`);
+  const sequential = workload(requests + 1, 0);
+  const concurrent = workload(requests + 1, (requests + 1) * TRACES_PER_REQUEST);
+  const db = await emptyDatabase("ingest-service", SEED);
+  let service: Throughput[];
+  try {
+    service = await serviceThroughput(db, [
+      { clients: 1, load: sequential },
+      { clients: 4, load: concurrent },
+    ]);
+  } finally {
+    discardCopy(db);
+  }
+  // The baseline inserts what the sequential run timed: its requests after the warm-up.
+  const timedLoad: Workload = { sessions: sequential.sessions, requests: sequential.requests.slice(1), spans: requests * TRACES_PER_REQUEST * SPANS_PER_TRACE };
+  const base = await baselines(timedLoad, SEED);
+  const plainRate = timedLoad.spans / base.plain;
+  const serviceSqlRate = timedLoad.spans / base.serviceSql;
+  console.log(`  plain INSERT: ${count(plainRate)} spans/s; the service's statements on the file: ${count(serviceSqlRate)} spans/s`);
+
+  const failures: string[] = [];
+  const rows = service.map((t) => {
+    const rate = t.spans / t.seconds;
+    const versus = rate / plainRate;
+    const verdicts: string[] = [];
+    if (versus < 0.3) verdicts.push(`${ratio(versus)} the baseline (target ≥ 0.3×)`);
+    if (rate < 10_000) verdicts.push(`${count(rate)} spans/s (target ≥ 10,000)`);
+    const trips = [...new Set(t.roundTrips)].join("/");
+    if (verdicts.length > 0) failures.push(`- ${t.clients} client${t.clients === 1 ? "" : "s"}: ${verdicts.join("; ")}`);
+    return [
+      `service, ${t.clients} client${t.clients === 1 ? "" : "s"}`,
+      count(t.spans),
+      t.seconds.toFixed(2),
+      count(rate),
+      ratio(versus),
+      `${ms(median(t.latencies))} / ${ms(percentile(t.latencies, 95))}`,
+      trips || "—",
+      verdicts.length === 0 ? "PASS" : "FAIL",
+    ];
+  });
+  rows.push(["plain INSERT straight into the SQLite file (baseline)", count(timedLoad.spans), base.plain.toFixed(2), count(plainRate), "1.00×", "—", "—", ""]);
+  rows.push(["the service's write statements straight into the SQLite file", count(timedLoad.spans), base.serviceSql.toFixed(2), count(serviceSqlRate), ratio(serviceSqlRate / plainRate), "—", "—", ""]);
+  const table = markdownTable(
+    ["path", "spans", "seconds", "spans/s", "vs baseline", "request p50 / p95 ms", "D1 round trips", "targets"],
+    rows,
+    ["l", "r", "r", "r", "r", "r", "r", "l"],
+  );
+  const markdown = [
+    "# Ingestion benchmark",
+    "",
+    runConditions(startLoad),
+    `- ${requests} timed requests per client setting (after one warm-up request), each ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans = ${TRACES_PER_REQUEST * (SPANS_PER_TRACE + 1)} records, into a new database; spans/s counts spans only (traces come on top)`,
+    "",
+    table,
+    "",
+    failures.length === 0 ? "Every target met." : ["Targets missed:", "", ...failures].join("\n"),
+    "",
+  ].join("\n");
+  const file = writeResult("ingest", markdown, options.quick);
+  console.log(`\n${markdown}\nwritten to ${file}`);
+  return file;
+}

@@ -1,0 +1,161 @@
+/**
+ * `wrangler dev` servers for the bench: each on a free loopback port (HTTP and inspector), with
+ * the bench's own persist directory, in its own process group, stopped by its process id.
+ * A bench that fails or is interrupted still stops every server it started.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream, mkdirSync } from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { DATA_DIR, REPO_ROOT } from "./paths";
+
+export interface DevServer {
+  name: string;
+  baseUrl: string;
+  pid: number;
+  logFile: string;
+  stop(): Promise<void>;
+}
+
+const running = new Set<DevServer>();
+
+/** A port the kernel just handed out on 127.0.0.1 (free at that instant). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal); // the group we created: wrangler and its workerd
+  } catch {
+    // already gone
+  }
+}
+
+export interface StartOptions {
+  /** A label for logs. */
+  name: string;
+  /** The wrangler configuration file of the worker. */
+  config: string;
+  /** The persist directory holding the D1 database the worker binds. */
+  persistTo: string;
+  vars?: Record<string, string>;
+  /** Path probed until the worker answers (any HTTP status counts as up). */
+  readyPath?: string;
+  readyTimeoutMs?: number;
+}
+
+export async function startDevServer(options: StartOptions): Promise<DevServer> {
+  const port = await freePort();
+  const inspectorPort = await freePort();
+  const logDir = path.join(DATA_DIR, "logs");
+  mkdirSync(logDir, { recursive: true });
+  const logFile = path.join(logDir, `${options.name}-${port}.log`);
+  const log = createWriteStream(logFile);
+  const args = [
+    "dev",
+    "--config", options.config,
+    "--ip", "127.0.0.1",
+    "--port", String(port),
+    "--inspector-port", String(inspectorPort),
+    "--persist-to", options.persistTo,
+    "--show-interactive-dev-session=false",
+    "--log-level", "warn",
+  ];
+  for (const [key, value] of Object.entries(options.vars ?? {})) args.push("--var", `${key}:${value}`);
+  const child = spawn(path.join(REPO_ROOT, "node_modules", ".bin", "wrangler"), args, {
+    cwd: REPO_ROOT,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", FORCE_COLOR: "0" },
+  });
+  child.stdout?.pipe(log);
+  child.stderr?.pipe(log);
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`wrangler dev for ${options.name} did not start`);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const server: DevServer = {
+    name: options.name,
+    baseUrl,
+    pid,
+    logFile,
+    async stop() {
+      if (!running.has(server)) return;
+      running.delete(server);
+      signalGroup(pid, "SIGTERM");
+      const killed = await Promise.race([exited(child).then(() => true), sleep(10_000).then(() => false)]);
+      if (!killed) {
+        signalGroup(pid, "SIGKILL");
+        await exited(child);
+      }
+      // workerd may outlive wrangler for a moment: make sure the whole group is gone.
+      signalGroup(pid, "SIGKILL");
+    },
+  };
+  running.add(server);
+  const deadline = Date.now() + (options.readyTimeoutMs ?? 90_000);
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) {
+      running.delete(server);
+      throw new Error(`wrangler dev for ${options.name} exited with ${child.exitCode}; see ${logFile}`);
+    }
+    try {
+      await fetch(`${baseUrl}${options.readyPath ?? "/"}`, { signal: AbortSignal.timeout(2_000) });
+      return server;
+    } catch {
+      await sleep(250);
+    }
+  }
+  await server.stop();
+  throw new Error(`wrangler dev for ${options.name} was not ready in time; see ${logFile}`);
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Stops every server still running (on failure or interruption). */
+export async function stopAllDevServers(): Promise<void> {
+  await Promise.all([...running].map((server) => server.stop()));
+}
+
+/** Runs `body` with a server and always stops it. */
+export async function withDevServer<T>(options: StartOptions, body: (server: DevServer) => Promise<T>): Promise<T> {
+  const server = await startDevServer(options);
+  try {
+    return await body(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+let handlersInstalled = false;
+
+/** Stops the servers when the bench is interrupted, then exits. */
+export function installCleanupHandlers(): void {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.once(signal, () => {
+      console.error(`\n${signal}: stopping servers`);
+      void stopAllDevServers().finally(() => process.exit(130));
+    });
+  }
+  process.on("exit", () => {
+    // Last resort (synchronous): no server may outlive the bench.
+    for (const server of running) signalGroup(server.pid, "SIGKILL");
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4 and 5.
+ *
+ *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
+ *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
+ *   npm run bench -- ingest            ingestion throughput (issue 5)
+ *   npm run bench -- all               the three, one after the other
+ *   npm run bench -- dataset           only generate (or find in the cache) the datasets
+ *
+ * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion), --seed 1,
+ * --shapes first-page,tag (search), --quick (few samples: to try the harness, not for figures).
+ * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
+ * docs/benchmarks.md.
+ */
+import { ensureDataset } from "./dataset/dataset-cache";
+import { runDeletionBench } from "./deletion/deletion-bench";
+import { runIngestBench } from "./ingest/ingest-bench";
+import { ensureSqlite3 } from "./lib/sqlite-cli";
+import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
+import { runSearchBench } from "./search/search-bench";
+
+const BENCHES = ["search", "deletion", "ingest", "all", "dataset"] as const;
+type Bench = (typeof BENCHES)[number];
+
+interface Options {
+  bench: Bench;
+  sizes: number[];
+  size: number;
+  seed: number;
+  quick: boolean;
+  shapes: string[];
+}
+
+function positiveInteger(text: string, flag: string): number {
+  const value = Number(text.replace(/_/g, ""));
+  if (!Number.isInteger(value) || value <= 0) throw new Error(`${flag}: expected a positive integer, got ${text}`);
+  return value;
+}
+
+function parseArguments(argv: string[]): Options {
+  const options: Options = { bench: "search", sizes: [100_000, 1_000_000], size: 1_000_000, seed: 1, quick: false, shapes: [] };
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i]!;
+    const value = () => {
+      const next = argv[i + 1];
+      if (next === undefined) throw new Error(`${arg} needs a value`);
+      i += 1;
+      return next;
+    };
+    if ((BENCHES as readonly string[]).includes(arg)) options.bench = arg as Bench;
+    else if (arg === "--sizes") options.sizes = value().split(",").map((s) => positiveInteger(s, "--sizes"));
+    else if (arg === "--size") options.size = positiveInteger(value(), "--size");
+    else if (arg === "--seed") options.seed = positiveInteger(value(), "--seed");
+    else if (arg === "--shapes") options.shapes = value().split(",").filter(Boolean);
+    else if (arg === "--quick") options.quick = true;
+    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --quick`);
+  }
+  return options;
+}
+
+async function main(): Promise<void> {
+  const options = parseArguments(process.argv.slice(2));
+  installCleanupHandlers();
+  ensureSqlite3();
+  const started = Date.now();
+  const { bench } = options;
+  if (bench === "dataset") {
+    for (const size of options.sizes) await ensureDataset(size, options.seed);
+  }
+  if (bench === "search" || bench === "all") await runSearchBench(options);
+  if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
+  if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
+  console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+main().catch(async (error: unknown) => {
+  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+  await stopAllDevServers();
+  process.exitCode = 1;
+});

@@ -1,0 +1,312 @@
+/**
+ * The search benchmark (issue 3). For each dataset size and query shape, measured in one run:
+ *
+ * 1. capture: the service (with its D1 binding observed, bench/capture-worker) answers the
+ *    request once to warm up and once more; the D1 calls of that second, warm request are the
+ *    SQL the endpoint runs for the shape.
+ * 2. endpoint: `wrangler dev` of the service (wrangler.toml) answers the request as a client
+ *    sends it, with an API key: p50 and p95, and the D1 round trips from `Server-Timing`.
+ * 3. floor: bench/floor-worker runs the captured statements in one D1 call (one statement with
+ *    all(), several in one batch()), with no authentication and no shaping: p50.
+ * 4. engine: the captured statements straight on the SQLite file (sqlite3 shell): p50, and the
+ *    query plan of each statement.
+ *
+ * Servers run one at a time (each is started, measured and stopped by its pid) so that they
+ * never compete for the two cores; every phase warms up before it samples.
+ */
+import os from "node:os";
+import type { D1Call } from "../../src/http/d1-round-trips";
+import { type Dataset, ensureDataset } from "../dataset/dataset-cache";
+import { expectStatus, timedJson } from "../lib/http-timing";
+import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { CAPTURE_WORKER_CONFIG, FLOOR_WORKER_CONFIG, SERVICE_CONFIG } from "../lib/paths";
+import { queryPlan, type SqlStatement, type SqlValue, timeStatements } from "../lib/sqlite-cli";
+import { count, median, ms, percentile, ratio } from "../lib/stats";
+import { type DevServer, withDevServer } from "../lib/wrangler-dev";
+import { SEARCH_SHAPES, type SearchShape, shapePath } from "./search-shapes";
+
+export interface SearchBenchOptions {
+  sizes: number[];
+  seed: number;
+  /** Fewer samples: for trying the harness, not for figures. */
+  quick: boolean;
+  /** Only these shape ids (all when empty). */
+  shapes: string[];
+}
+
+/** The token secret of bench servers (bearer tokens are not used: requests carry the API key). */
+export const BENCH_VARS = { TOKEN_SECRET: "bench-token-secret-not-used-for-api-keys-0123456789" };
+
+interface Capture {
+  state: "ok" | "unavailable" | "failed";
+  detail?: string;
+  /** The D1 method of the endpoint's call; "batch" when it made several calls (replayed as one). */
+  method: D1Call["method"];
+  statements: SqlStatement[];
+  calls: number;
+  rows: number;
+}
+
+interface Measured {
+  samples: number[];
+  p50: number;
+  p95: number;
+}
+
+interface ShapeRun {
+  shape: SearchShape;
+  size: number;
+  /** The request body, with the dataset's ids replaced by placeholders (for the report). */
+  body: string;
+  capture: Capture;
+  endpoint?: Measured & { roundTrips: number[] };
+  floor?: Measured;
+  engine?: Measured;
+  plans: string[];
+}
+
+function measured(samples: number[]): Measured {
+  return { samples, p50: median(samples), p95: percentile(samples, 95) };
+}
+
+/** Enough samples for a stable median within about `budgetMs` per shape and layer. */
+function samplesFor(warmMs: number, quick: boolean): number {
+  const [min, max, budgetMs] = quick ? [5, 15, 1_500] : [11, 60, 6_000];
+  return Math.max(min, Math.min(max, Math.round(budgetMs / Math.max(warmMs, 0.1))));
+}
+
+const apiKeyHeaders = (dataset: Dataset) => ({ "Service-API-Key": dataset.manifest.tenant.apiKey });
+
+async function captureShapes(dataset: Dataset, shapes: readonly SearchShape[]): Promise<Map<string, Capture>> {
+  const captures = new Map<string, Capture>();
+  await withDevServer(
+    { name: "capture", config: CAPTURE_WORKER_CONFIG, persistTo: dataset.persistDir, vars: BENCH_VARS, readyPath: "/healthcheck" },
+    async (server) => {
+      for (const shape of shapes) {
+        const url = `${server.baseUrl}${shapePath(shape, dataset.manifest)}`;
+        const body = shape.body(dataset.manifest);
+        const first = await timedJson<{ detail?: unknown; records?: unknown[] }>(url, { body, headers: apiKeyHeaders(dataset) });
+        if (first.status === 404 && first.body?.detail === "Not Found") {
+          captures.set(shape.id, { state: "unavailable", detail: `no route ${shape.route}/partial_search yet (404)`, method: "batch", statements: [], calls: 0, rows: 0 });
+          continue;
+        }
+        if (first.status !== 200) {
+          captures.set(shape.id, { state: "failed", detail: `HTTP ${first.status}: ${JSON.stringify(first.body).slice(0, 300)}`, method: "batch", statements: [], calls: 0, rows: 0 });
+          continue;
+        }
+        const warm = await timedJson<{ records?: unknown[] }>(url, { body, headers: apiKeyHeaders(dataset) });
+        expectStatus(warm, 200, `capture ${shape.id}`);
+        const calls = expectStatus(await timedJson<D1Call[]>(`${server.baseUrl}/__bench/d1-calls`), 200, "captured calls").body;
+        captures.set(shape.id, {
+          state: "ok",
+          method: calls.length === 1 ? calls[0]!.method : "batch",
+          statements: calls.flatMap((call) => call.statements.map((s) => ({ sql: s.sql, params: s.params as SqlValue[] }))),
+          calls: calls.length,
+          rows: warm.body.records?.length ?? 0,
+        });
+      }
+    },
+  );
+  return captures;
+}
+
+async function sampleHttp(
+  n: number,
+  warmup: number,
+  send: () => Promise<{ ms: number; roundTrips?: number }>,
+): Promise<{ samples: number[]; roundTrips: number[] }> {
+  for (let i = 0; i < warmup; i += 1) await send();
+  const samples: number[] = [];
+  const roundTrips: number[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const response = await send();
+    samples.push(response.ms);
+    if (response.roundTrips !== undefined) roundTrips.push(response.roundTrips);
+  }
+  return { samples, roundTrips };
+}
+
+async function measureEndpoint(server: DevServer, dataset: Dataset, run: ShapeRun, quick: boolean): Promise<number> {
+  const url = `${server.baseUrl}${shapePath(run.shape, dataset.manifest)}`;
+  const body = run.shape.body(dataset.manifest);
+  const send = async () => expectStatus(await timedJson(url, { body, headers: apiKeyHeaders(dataset) }), 200, `endpoint ${run.shape.id}`);
+  const warm = await send();
+  const n = samplesFor(warm.ms, quick);
+  const { samples, roundTrips } = await sampleHttp(n, 2, send);
+  run.endpoint = { ...measured(samples), roundTrips };
+  return n;
+}
+
+async function measureFloor(server: DevServer, run: ShapeRun, n: number): Promise<void> {
+  const send = async () => expectStatus(await timedJson(server.baseUrl, { body: { method: run.capture.method, statements: run.capture.statements } }), 200, `floor ${run.shape.id}`);
+  const { samples } = await sampleHttp(n, 3, send);
+  run.floor = measured(samples);
+}
+
+async function measureEngine(dataset: Dataset, run: ShapeRun, n: number): Promise<void> {
+  const { samples } = await timeStatements(dataset.sqliteFile, run.capture.statements, { warmup: 2, repetitions: n, timeoutMs: 600_000 });
+  run.engine = measured(samples);
+  run.plans = [];
+  for (const statement of run.capture.statements) run.plans.push(await queryPlan(dataset.sqliteFile, statement));
+}
+
+async function benchSize(size: number, options: SearchBenchOptions, shapes: readonly SearchShape[]): Promise<ShapeRun[]> {
+  const dataset = await ensureDataset(size, options.seed);
+  console.log(`\nsearch @ ${count(size)} records (${dataset.persistDir})`);
+  const captures = await captureShapes(dataset, shapes);
+  const { projectId, logStreamId } = dataset.manifest.tenant;
+  const runs: ShapeRun[] = shapes.map((shape) => ({
+    shape,
+    size,
+    body: JSON.stringify(shape.body(dataset.manifest)).replaceAll(logStreamId, "<log_stream_id>").replaceAll(projectId, "<project_id>"),
+    capture: captures.get(shape.id)!,
+    plans: [],
+  }));
+  const live = runs.filter((run) => run.capture.state === "ok");
+  for (const run of runs.filter((r) => r.capture.state !== "ok")) console.log(`  ${run.shape.id}: ${run.capture.detail}`);
+  if (live.length === 0) return runs;
+
+  const sampleCounts = new Map<string, number>();
+  await withDevServer({ name: "service", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: BENCH_VARS, readyPath: "/healthcheck" }, async (server) => {
+    for (const run of live) {
+      sampleCounts.set(run.shape.id, await measureEndpoint(server, dataset, run, options.quick));
+      console.log(`  endpoint ${run.shape.id}: p50 ${ms(run.endpoint!.p50)} ms, p95 ${ms(run.endpoint!.p95)} ms (${run.endpoint!.samples.length} samples)`);
+    }
+  });
+  await withDevServer({ name: "floor", config: FLOOR_WORKER_CONFIG, persistTo: dataset.persistDir }, async (server) => {
+    for (const run of live) {
+      await measureFloor(server, run, sampleCounts.get(run.shape.id)!);
+      console.log(`  floor ${run.shape.id}: p50 ${ms(run.floor!.p50)} ms`);
+    }
+  });
+  for (const run of live) {
+    await measureEngine(dataset, run, sampleCounts.get(run.shape.id)!);
+    console.log(`  engine ${run.shape.id}: p50 ${ms(run.engine!.p50)} ms`);
+  }
+  return runs;
+}
+
+interface Verdict {
+  pass: boolean;
+  failures: string[];
+}
+
+/** The targets of issue 3 for one shape at one size (`smaller`: the same shape at the smaller size). */
+function verdict(run: ShapeRun, smaller: ShapeRun | undefined): Verdict {
+  const failures: string[] = [];
+  const { endpoint, floor, engine } = run;
+  if (!endpoint || !floor || !engine) return { pass: false, failures: [run.capture.detail ?? "not measured"] };
+  const trips = [...new Set(endpoint.roundTrips)];
+  if (trips.length === 0) failures.push("no Server-Timing round-trip count");
+  else if (trips.some((t) => t !== 1)) failures.push(`${trips.join("/")} D1 round trips (target 1)`);
+  const overFloor = endpoint.p50 / floor.p50;
+  if (run.shape.class === "indexed") {
+    if (overFloor > 1.5) failures.push(`endpoint ${ratio(overFloor)} the floor (target ≤ 1.5×)`);
+    if (engine.p50 >= 2) failures.push(`engine p50 ${ms(engine.p50)} ms (target < 2 ms)`);
+    if (smaller?.endpoint && run.size > smaller.size) {
+      const growth = endpoint.p50 / smaller.endpoint.p50;
+      if (growth > 1.2) failures.push(`p50 at ${count(run.size)} is ${ratio(growth)} p50 at ${count(smaller.size)} (target ≤ 1.2×)`);
+    }
+  } else if (overFloor > 1.2) {
+    failures.push(`endpoint ${ratio(overFloor)} the floor (target ≤ 1.2×)`);
+  }
+  return { pass: failures.length === 0, failures };
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} characters)`;
+}
+
+function report(runs: ShapeRun[], options: SearchBenchOptions, startLoad: number[], sizes: number[]): string {
+  const bySizeAndShape = new Map(runs.map((run) => [`${run.size}/${run.shape.id}`, run]));
+  const rows: string[][] = [];
+  const verdicts: string[] = [];
+  for (const shape of SEARCH_SHAPES.filter((s) => runs.some((r) => r.shape.id === s.id))) {
+    for (const size of sizes) {
+      const run = bySizeAndShape.get(`${size}/${shape.id}`)!;
+      const smaller = sizes.filter((s) => s < size).map((s) => bySizeAndShape.get(`${s}/${shape.id}`)).pop();
+      const v = verdict(run, smaller);
+      const e = run.endpoint;
+      const growth = e && smaller?.endpoint ? ratio(e.p50 / smaller.endpoint.p50) : "—";
+      rows.push([
+        shape.title,
+        shape.class,
+        count(size),
+        e ? String(run.capture.rows) : "—",
+        e ? ms(e.p50) : "—",
+        e ? ms(e.p95) : "—",
+        run.floor ? ms(run.floor.p50) : "—",
+        run.engine ? ms(run.engine.p50) : "—",
+        e && run.floor ? ratio(e.p50 / run.floor.p50) : "—",
+        growth,
+        e ? [...new Set(e.roundTrips)].join("/") : "—",
+        run.capture.state === "ok" ? (v.pass ? "PASS" : "FAIL") : run.capture.state === "unavailable" ? "not run" : "FAIL",
+      ]);
+      if (!v.pass) verdicts.push(`- ${shape.title} @ ${count(size)}: ${v.failures.join("; ")}`);
+    }
+  }
+  const table = markdownTable(
+    ["shape", "class", "records", "rows", "endpoint p50 ms", "endpoint p95 ms", "floor p50 ms", "engine p50 ms", "endpoint / floor", "vs smaller", "D1 round trips", "targets"],
+    rows,
+    ["l", "l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
+  );
+  const largest = Math.max(...sizes);
+  const details = SEARCH_SHAPES.filter((s) => runs.some((r) => r.shape.id === s.id)).map((shape) => {
+    const run = bySizeAndShape.get(`${largest}/${shape.id}`)!;
+    const statements = run.capture.statements
+      .map((s, i) => [
+        `statement ${i + 1} of ${run.capture.statements.length} (${run.capture.calls === 1 ? `one D1 call: ${run.capture.method}` : `${run.capture.calls} D1 calls`}):`,
+        "```sql",
+        truncate(s.sql.trim(), 4_000),
+        "```",
+        `parameters: \`${truncate(JSON.stringify(s.params), 600)}\``,
+        "",
+        "query plan:",
+        "```",
+        run.plans[i] ?? "(not measured)",
+        "```",
+      ].join("\n"))
+      .join("\n\n");
+    return [
+      `### ${shape.title} (\`${shape.id}\`, ${shape.route}/partial_search)`,
+      "",
+      "```json",
+      run.body,
+      "```",
+      "",
+      run.capture.state === "ok" ? statements : `_${run.capture.detail}_`,
+    ].join("\n");
+  });
+  return [
+    "# Search benchmark",
+    "",
+    runConditions(startLoad),
+    `- seed ${options.seed}; sizes ${sizes.map(count).join(", ")}${options.quick ? "; QUICK run (few samples: not for figures)" : ""}`,
+    "",
+    table,
+    "",
+    "Times are milliseconds. Endpoint: over HTTP with an API key, as a client calls it. Floor: the endpoint's own D1 statements run by a minimal worker in one D1 call, no auth, no shaping. Engine: the same statements straight on the SQLite file. `vs smaller`: endpoint p50 over its p50 at the next smaller size.",
+    "",
+    verdicts.length > 0 ? ["Targets missed:", "", ...verdicts].join("\n") : "Every target met.",
+    "",
+    `## The SQL of each shape and its plan (at ${count(largest)} records)`,
+    "",
+    ...details,
+    "",
+  ].join("\n");
+}
+
+export async function runSearchBench(options: SearchBenchOptions): Promise<string> {
+  const startLoad = os.loadavg();
+  const shapes = options.shapes.length > 0 ? SEARCH_SHAPES.filter((s) => options.shapes.includes(s.id)) : SEARCH_SHAPES;
+  if (shapes.length === 0) throw new Error(`no such shapes: ${options.shapes.join(", ")}; known: ${SEARCH_SHAPES.map((s) => s.id).join(", ")}`);
+  const sizes = [...options.sizes].sort((a, b) => a - b);
+  // Generate every dataset first, so that generation never runs between measurements.
+  for (const size of sizes) await ensureDataset(size, options.seed);
+  const runs: ShapeRun[] = [];
+  for (const size of sizes) runs.push(...(await benchSize(size, options, shapes)));
+  const markdown = report(runs, options, startLoad, sizes);
+  const file = writeResult("search", markdown, options.quick);
+  console.log(`\n${markdown.split("\n## ")[0]}\nwritten to ${file}`);
+  return file;
+}
