@@ -9,7 +9,7 @@ import { apiKeys, users } from "../db/schema";
 import type { Principal } from "../http/app-env";
 import { hashApiKey } from "./api-keys";
 import { sha256Hex } from "./crypto";
-import { verifyPassword } from "./passwords";
+import { type PasswordHash, hashPassword, verifyPassword } from "./passwords";
 
 const CACHE_TTL_MS = 60_000;
 const CACHE_MAX_ENTRIES = 10_000;
@@ -51,12 +51,25 @@ export async function principalFromApiKey(db: Database, key: string): Promise<Pr
   return row ? remember(cacheKey, row) : undefined;
 }
 
+let unknownUserHashPromise: Promise<PasswordHash> | undefined;
+
+/** A hash no password matches (random, made once per isolate), verified against for unknown emails. */
+function unknownUserHash(): Promise<PasswordHash> {
+  unknownUserHashPromise ??= hashPassword(crypto.randomUUID());
+  return unknownUserHashPromise;
+}
+
 export async function principalFromPassword(db: Database, email: string, password: string): Promise<Principal | undefined> {
   const cacheKey = `password:${await sha256Hex(`${email}\u0000${password}`)}`;
   const hit = cached(cacheKey);
   if (hit) return hit;
   const [row] = await db.select().from(users).where(eq(users.email, email.toLowerCase())).limit(1);
-  if (!row) return undefined;
+  if (!row) {
+    // Spend the same PBKDF2 work as for a wrong password, so timing does not reveal which
+    // emails have accounts.
+    await verifyPassword(password, await unknownUserHash());
+    return undefined;
+  }
   const ok = await verifyPassword(password, { hash: row.passwordHash, salt: row.passwordSalt, iterations: row.passwordIterations });
   if (!ok) return undefined;
   return remember(cacheKey, { userId: row.id, organizationId: row.organizationId, role: row.role, email: row.email });
