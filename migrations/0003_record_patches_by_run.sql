@@ -1,0 +1,1 @@
+CREATE INDEX `record_patches_run` ON `record_patches` (`run_id`);
