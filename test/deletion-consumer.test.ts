@@ -8,7 +8,8 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { deletionTestSeam, retryDelaySeconds } from "../src/deletion/deletion-budgets";
-import { insertDeletionJob } from "../src/deletion/deletion-jobs";
+import { deleteChunk } from "../src/deletion/delete-chunk";
+import { deletionJobById, failJob, insertDeletionJob } from "../src/deletion/deletion-jobs";
 import {
   DEAD_LETTER_QUEUE,
   DELETION_QUEUE,
@@ -176,6 +177,42 @@ describe("deletion queue consumer", () => {
     expect(result.explicitAcks).toHaveLength(2);
     expect(sent).toEqual([{ jobId }]);
     expect((await getJob(admin, jobId)).progress).toEqual({ sessions_deleted: 0, traces_deleted: 1, spans_deleted: 3 });
+  });
+
+  it("deletes what was ingested after the job started, while it runs", async () => {
+    const value = `later-${uuid()}`;
+    await seedTraces(value, 2);
+    const jobId = await queuedJob(value);
+    deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 2 };
+    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 2 };
+    const { bindings, sent } = capturingBindings();
+    await deliver(DELETION_QUEUE, [message(jobId)], bindings);
+    expect((await getJob(admin, jobId)).status).toBe("running");
+    await seedTraces(value, 3);
+    delete deletionTestSeam.messageBudget;
+    await deliver(DELETION_QUEUE, sent.map((body) => message(body.jobId)), bindings);
+    const job = await getJob(admin, jobId);
+    expect(job.status).toBe("completed");
+    expect(job.progress).toEqual({ sessions_deleted: 0, traces_deleted: 5, spans_deleted: 15 });
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM record_metadata WHERE organization_id = ? AND key = 'user' AND value = ?")
+      .bind(admin.organizationId, value)
+      .first<{ n: number }>();
+    expect(left!.n).toBe(0);
+  });
+
+  it("deletes nothing in a chunk once the job is no longer active, even if it was when loaded", async () => {
+    const value = `gate-${uuid()}`;
+    await seedTraces(value, 2);
+    const jobId = await queuedJob(value);
+    const loaded = (await deletionJobById(env.DB, jobId))!;
+    expect(loaded.status).toBe("queued");
+    // Another consumer's dead letter fails the job between this consumer's load and its chunk.
+    await failJob(env.DB, jobId, "failed elsewhere");
+    const before = await snapshot();
+    const chunk = await deleteChunk(env.DB, loaded, { roots: 100, sessionTraces: 100, spans: 100 });
+    expect(chunk.status).toBe("failed");
+    expect(chunk.progress).toEqual({ sessions: 0, traces: 0, spans: 0 });
+    expect(await snapshot()).toEqual(before);
   });
 
   it("drops malformed messages and messages of unknown jobs", async () => {
