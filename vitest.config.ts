@@ -19,6 +19,11 @@ export default defineConfig(async () => {
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 bindings: { TEST_MIGRATIONS: migrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
+                // wrangler.toml's deletion consumer with max_retries 1 instead of 8, so that the
+                // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
+                queueConsumers: {
+                  "trace-store-deletions": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
+                },
               },
             }),
           ],
