@@ -174,6 +174,9 @@ export const records = sqliteTable(
   (t) => [
     // Native order (created_at desc, id desc) and date ranges within a run.
     index("records_run_order").on(t.runId, t.recordType, t.createdAt, t.id),
+    // Id order within a run: search sorted by `id`, and the records without a value of a metric
+    // that a metric-sorted search lists last (src/search/compile-search-query.ts).
+    index("records_run_id_order").on(t.runId, t.recordType, t.id),
     // `type` = <kind> within a run, in native order.
     index("records_run_type_order").on(t.runId, t.recordType, t.type, t.createdAt, t.id),
     // `model` = <name> (llm spans) in native order.

@@ -105,9 +105,14 @@ function recordsPlan(ctx: Context): SQL {
   const { query, pack, direction } = ctx;
   const dir = sql.raw(direction);
   const sort = query.sort ? sortExpression(query.sort.column, pack) : { expression: sql`${r.createdAt}`, nullable: false };
-  const order = sort.nullable
-    ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}`
-    : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
+  // Exactly the key order of an index where one exists (records_run_order, records_run_id_order),
+  // so that SQLite reads the page in order instead of sorting the run.
+  const byId = query.sort !== null && isColumn(query.sort.column, "id");
+  const order = byId
+    ? sql`${r.id} ${dir}`
+    : sort.nullable
+      ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}`
+      : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
   return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
 }
 

@@ -1,0 +1,1 @@
+CREATE INDEX `records_run_id_order` ON `records` (`run_id`,`record_type`,`id`);

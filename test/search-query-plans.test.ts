@@ -1,0 +1,153 @@
+/**
+ * The query plans of the benchmark's search shapes, on the SQLite inside workerd (the engine D1
+ * runs): each is served by the index docs/search.md names, reads the page in index order (no sort
+ * of the run: the only sort is of the page itself, outside), and keeps that plan after ANALYZE
+ * (D1 runs it on `PRAGMA optimize`).
+ */
+import { env } from "cloudflare:test";
+import { beforeAll, describe, expect, it } from "vitest";
+import { compileSearchQuery } from "../src/search/compile-search-query";
+import { normalizeSearchRequest } from "../src/search/normalize-search-request";
+import type { SearchRequestBody } from "../src/search/search-schemas";
+
+const ORG = crypto.randomUUID();
+const PROJECT = crypto.randomUUID();
+const RUN = crypto.randomUUID();
+const OTHER_RUN = crypto.randomUUID();
+const T0 = 1_700_000_000_000_000;
+
+interface Shape {
+  family: "span" | "trace" | "session";
+  body: Partial<SearchRequestBody>;
+  /** Plan lines that must appear, in this order. */
+  plan: RegExp[];
+  /** Whether the run may be sorted (a scan shape sorted on a column no index orders). */
+  sorts?: boolean;
+}
+
+const leaf = (type: string, column_id: string, operator: string, value: unknown) => ({ type, column_id, operator, value });
+const iso = (micros: number) => new Date(micros / 1000).toISOString();
+
+const SHAPES: Record<string, Shape> = {
+  "first page": { family: "span", body: {}, plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/] },
+  "date range": {
+    family: "span",
+    body: { filters: [leaf("date", "created_at", "gte", iso(T0 + 1e9)), leaf("date", "created_at", "lt", iso(T0 + 2e9))] },
+    plan: [/SEARCH r USING (COVERING )?INDEX records_run_order \(run_id=\? AND record_type=\? AND created_at>\? AND created_at<\?\)/],
+  },
+  "type and model": {
+    family: "span",
+    body: { filters: [leaf("text", "type", "eq", "llm"), leaf("text", "model", "eq", "model-3")] },
+    plan: [/SEARCH r USING INDEX records_run_(model|type)_order \(run_id=\? AND record_type=\? AND (model|type)=\?\)/],
+  },
+  "user_metadata eq": {
+    family: "trace",
+    body: { filters: [leaf("text", "user_metadata.customer", "eq", "c17")] },
+    plan: [/SEARCH dd USING COVERING INDEX record_metadata_run_key_value_order \(run_id=\? AND record_type=\? AND key=\? AND value=\?\)/, /SEARCH r USING .*INDEX .*\(.*id=\?\)/],
+  },
+  "user_metadata eq and a date range": {
+    family: "trace",
+    body: { filters: [leaf("text", "user_metadata.customer", "eq", "c17"), leaf("date", "created_at", "gt", iso(T0))] },
+    plan: [/SEARCH dd USING COVERING INDEX record_metadata_run_key_value_order \(run_id=\? AND record_type=\? AND key=\? AND value=\? AND created_at>\?\)/],
+  },
+  "tag contains": {
+    family: "trace",
+    body: { filters: [leaf("collection", "tags", "contains", "tag-7")] },
+    plan: [/SEARCH dt USING COVERING INDEX record_tags_run_tag_order \(run_id=\? AND record_type=\? AND tag=\?\)/, /SEARCH r USING .*INDEX .*\(.*id=\?\)/],
+  },
+  "metric gt, sorted by it": {
+    family: "span",
+    body: { filters: [leaf("number", "metrics/toxicity", "gt", 0.9)], sort: { column_id: "metrics/toxicity", ascending: false } },
+    plan: [/SEARCH dm USING COVERING INDEX record_metrics_run_name_value \(run_id=\? AND record_type=\? AND name=\? AND value>\?\)/],
+  },
+  "metric sort, records without it last": {
+    family: "trace",
+    body: { sort: { column_id: "metrics/toxicity" } },
+    plan: [/SEARCH dm USING COVERING INDEX record_metrics_run_name_value \(run_id=\? AND record_type=\? AND name=\?\)/, /SEARCH r USING INDEX records_run_id_order \(run_id=\? AND record_type=\?\)/],
+  },
+  "not (or of two leaves)": {
+    family: "span",
+    body: { filter_tree: { not: { or: [{ filter: leaf("text", "type", "eq", "tool") }, { filter: leaf("number", "status_code", "gte", 500) }] } } },
+    plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/],
+  },
+  "input contains (a scan of the run, in order)": {
+    family: "span",
+    body: { filters: [leaf("text", "input", "contains", "topic 4321")] },
+    plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/],
+  },
+  "deep page": { family: "span", body: { starting_token: 5_000 }, plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/] },
+  "sorted by id": { family: "span", body: { sort: { column_id: "id", ascending: false } }, plan: [/SEARCH r USING (COVERING )?INDEX records_run_id_order \(run_id=\? AND record_type=\?\)/] },
+  "traces with span counts": {
+    family: "trace",
+    body: { include_counts: true },
+    plan: [/SEARCH r USING INDEX records_run_order/, /SEARCH c USING INDEX records_trace \(trace_id=\? AND record_type=\?\)/],
+  },
+  "sessions with trace counts": {
+    family: "session",
+    body: { include_counts: true },
+    plan: [/SEARCH r USING INDEX records_run_order/, /SEARCH c USING INDEX records_session \(session_id=\? AND record_type=\?\)/],
+  },
+};
+
+async function planOf(shape: Shape): Promise<{ detail: string; parent: number }[]> {
+  const query = normalizeSearchRequest({ log_stream_id: RUN, ...shape.body } as SearchRequestBody, shape.family, "partial");
+  const compiled = compileSearchQuery(query, { organizationId: ORG, projectId: PROJECT, runId: RUN, runKind: "log_stream" });
+  const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${compiled.sql}`).bind(...compiled.params).all<{ detail: string; parent: number }>();
+  return results;
+}
+
+function expectServed(name: string, shape: Shape, plan: { detail: string; parent: number }[]) {
+  const lines = plan.map((p) => p.detail);
+  let from = 0;
+  for (const wanted of shape.plan) {
+    const at = lines.findIndex((line, i) => i >= from && wanted.test(line));
+    expect(at, `${name}: ${wanted} in\n${lines.join("\n")}`).toBeGreaterThanOrEqual(0);
+    from = at + 1;
+  }
+  // The page is re-sorted outside (a top-level line); nothing inside sorts the run.
+  const innerSorts = plan.filter((p) => /USE TEMP B-TREE/.test(p.detail) && p.parent !== 0);
+  expect(innerSorts, `${name}: sorts inside\n${lines.join("\n")}`).toEqual([]);
+  expect(lines.filter((l) => /^SCAN (r|records)\b/.test(l)), `${name}: table scans\n${lines.join("\n")}`).toEqual([]);
+}
+
+beforeAll(async () => {
+  const traces = 3000;
+  await env.DB.batch([
+    env.DB.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'o', 0)").bind(ORG),
+    env.DB.prepare("INSERT INTO projects (id, organization_id, name, type, created_at, updated_at) VALUES (?, ?, 'p', 'gen_ai', 0, 0)").bind(PROJECT, ORG),
+    env.DB.prepare("INSERT INTO runs (id, organization_id, project_id, kind, name, created_at, updated_at) VALUES (?, ?, ?, 'log_stream', 'a', 0, 0), (?, ?, ?, 'log_stream', 'b', 0, 0)").bind(RUN, ORG, PROJECT, OTHER_RUN, ORG, PROJECT),
+    // Sessions, traces (ten per session) and spans (nine per trace) of two runs, kinds and values mixed.
+    env.DB.prepare(
+      `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?1 * 11 - 1)
+       INSERT INTO records (id, organization_id, project_id, run_id, record_type, type, name, created_at, input, status_code, session_id, trace_id, parent_id, model)
+       SELECT printf('r-%07d', i), ?2, ?3, CASE WHEN i % 7 = 0 THEN ?5 ELSE ?4 END,
+         CASE WHEN i % 110 = 0 THEN 'session' WHEN i % 11 = 0 THEN 'trace' ELSE 'span' END,
+         CASE WHEN i % 110 = 0 THEN 'session' WHEN i % 11 = 0 THEN 'trace' ELSE (CASE (i * 7) % 6 WHEN 0 THEN 'tool' WHEN 1 THEN 'agent' WHEN 2 THEN 'retriever' ELSE 'llm' END) END,
+         'name-' || (i % 97), ?6 + i * 1000000, 'input about topic ' || (i * 31 % 5000), CASE WHEN i % 10 = 0 THEN 500 ELSE 200 END,
+         printf('r-%07d', i - i % 110), printf('r-%07d', i - i % 11), printf('r-%07d', i - i % 11),
+         CASE WHEN i % 11 <> 0 AND (i * 7) % 6 >= 3 THEN 'model-' || (i % 8) END
+       FROM n`,
+    ).bind(traces, ORG, PROJECT, RUN, OTHER_RUN, T0),
+    env.DB.prepare("INSERT INTO record_metadata SELECT id, 'customer', 'c' || (rowid * 13 % 100), organization_id, run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND organization_id = ?").bind(ORG),
+    env.DB.prepare("INSERT INTO record_tags SELECT id, 'tag-' || (rowid * 17 % 20), run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND rowid % 3 <> 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
+    env.DB.prepare("INSERT INTO record_metrics SELECT id, 'toxicity', (rowid * 37 % 1000) / 1000.0, run_id, record_type, created_at FROM records WHERE type IN ('llm', 'trace') AND rowid % 2 = 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
+  ]);
+});
+
+describe("search query plans", () => {
+  it("runs on a SQLite with the JSON operators the statements use", async () => {
+    const row = await env.DB.prepare(`SELECT ('[1,"a",[2]]' ->> 1) AS x, ('[1,"a",[2]]' -> 2) AS y`).first<{ x: string; y: string }>();
+    expect(row).toEqual({ x: "a", y: "[2]" });
+  });
+
+  for (const [name, shape] of Object.entries(SHAPES)) {
+    it(`serves "${name}" from its index, in order`, async () => {
+      expectServed(name, shape, await planOf(shape));
+    });
+  }
+
+  it("keeps every plan once the tables are analyzed", async () => {
+    await env.DB.prepare("ANALYZE").run();
+    for (const [name, shape] of Object.entries(SHAPES)) expectServed(`${name} (analyzed)`, shape, await planOf(shape));
+  });
+});
