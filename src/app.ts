@@ -2,6 +2,7 @@ import { Scalar } from "@scalar/hono-api-reference";
 import { authenticate } from "./auth/authenticate";
 import { registerLogin } from "./auth/login-routes";
 import { registerAvailableColumns } from "./columns/available-columns-route";
+import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerDeletion } from "./deletion/deletion-routes";
 import { createRouter } from "./http/create-router";
 import { d1RoundTrips } from "./http/d1-round-trips";
@@ -31,6 +32,8 @@ function protectedRoutes() {
   registerIngest(router);
   registerStreamingIngest(router);
   registerAvailableColumns(router);
+  // SDK-specific answer shape; before the search routes it wraps.
+  registerGeneratedClientCompat(router);
   registerSearch(router);
   registerDeletion(router);
   return router;

@@ -3,7 +3,13 @@
  * and the answers it reads, parsed with the SDK's generated schemas where it has them.
  */
 import { env } from "cloudflare:test";
-import { LogTracesIngestResponse$inboundSchema, SessionCreateResponse$inboundSchema, Token$inboundSchema } from "galileo-generated/models";
+import {
+  LogRecordsPartialQueryResponse$inboundSchema,
+  LogRecordsQueryResponse$inboundSchema,
+  LogTracesIngestResponse$inboundSchema,
+  SessionCreateResponse$inboundSchema,
+  Token$inboundSchema,
+} from "galileo-generated/models";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { createTenant, type Tenant } from "./support/tenants";
@@ -136,5 +142,78 @@ describe("batch ingestion as flush() sends it", () => {
 
     const withIds = await call(`/v2/projects/${projectId}/traces`, { as: tenant, body: { ...body, include_trace_ids: true } });
     expect(LogTracesIngestResponse$inboundSchema.parse(withIds.body).traceIds).toEqual([traceId]);
+  });
+});
+
+describe("search answers the generated client can parse", () => {
+  const GENERATED = { "X-Galileo-SDK": "galileo-generated/0.2.14" };
+  const KINDS = ["trace", "session", "workflow", "agent", "llm", "retriever", "tool"];
+
+  function kindsParsed(schema: { parse(x: unknown): { records?: unknown[] } }, body: unknown): string[] {
+    return (schema.parse(body).records ?? []).map((r) => String((r as { type: string }).type));
+  }
+
+  it("fills, per kind, exactly the fields the generated schemas insist on", async () => {
+    const { withGeneratedClientFields } = await import("../src/compat/generated-client-records");
+    const bare = KINDS.map((type) => ({ id: crypto.randomUUID(), type }));
+    // Without the fields, the generated client degrades every record to UNKNOWN.
+    expect(kindsParsed(LogRecordsPartialQueryResponse$inboundSchema, { records: bare })).toEqual(KINDS.map(() => "UNKNOWN"));
+    expect(kindsParsed(LogRecordsPartialQueryResponse$inboundSchema, { records: bare.map(withGeneratedClientFields) })).toEqual(KINDS);
+    const control = { id: crypto.randomUUID(), type: "control" };
+    expect(withGeneratedClientFields(control)).toEqual(control);
+  });
+
+  it("answers the generated client's partial and full searches with records of every kind it knows", async () => {
+    const runBody = { log_stream_id: logStreamId };
+    const session = await call(`/v2/projects/${projectId}/sessions`, { as: tenant, body: { ...runBody, name: "s" } });
+    const traceId = crypto.randomUUID();
+    const ingest = await call(`/v2/projects/${projectId}/traces`, {
+      as: tenant,
+      body: {
+        ...runBody,
+        session_id: session.body.id,
+        traces: [
+          {
+            id: traceId,
+            name: "every kind",
+            input: "q",
+            spans: [
+              {
+                type: "workflow",
+                name: "w",
+                input: "w",
+                spans: [
+                  { type: "agent", name: "a", input: "a", agent_type: "router" },
+                  { type: "llm", name: "l", input: [{ role: "user", content: "hi" }], output: { role: "assistant", content: "yo" } },
+                  { type: "retriever", name: "r", input: "q", output: [{ content: "doc", metadata: {} }] },
+                  { type: "tool", name: "t", input: "x", output: "y" },
+                ],
+              },
+            ],
+          },
+        ],
+      },
+    });
+    expect(ingest.status).toBe(200);
+
+    const searches: [string, string[]][] = [
+      ["traces", ["trace"]],
+      ["spans", ["workflow", "agent", "llm", "retriever", "tool"]],
+      ["sessions", ["session"]],
+    ];
+    for (const [segment, kinds] of searches) {
+      const filters = segment === "spans" ? [{ column_id: "trace_id", operator: "eq", value: traceId, type: "id" }] : [];
+      const body = { ...runBody, filters, select_columns: { column_ids: ["id"] }, limit: 100 };
+      const partial = await call(`/v2/projects/${projectId}/${segment}/partial_search`, { as: tenant, body, headers: GENERATED });
+      expect(partial.status, JSON.stringify(partial.body)).toBe(200);
+      expect(new Set(kindsParsed(LogRecordsPartialQueryResponse$inboundSchema, partial.body))).toEqual(new Set(kinds));
+      // Other clients keep the contract's exact projection.
+      const plain = await call(`/v2/projects/${projectId}/${segment}/partial_search`, { as: tenant, body });
+      for (const record of plain.body.records) expect(Object.keys(record).sort()).toEqual(["id", "type"]);
+
+      const full = await call(`/v2/projects/${projectId}/${segment}/search`, { as: tenant, body: { ...runBody, filters, limit: 100 }, headers: GENERATED });
+      expect(full.status, JSON.stringify(full.body)).toBe(200);
+      expect(new Set(kindsParsed(LogRecordsQueryResponse$inboundSchema, full.body))).toEqual(new Set(kinds));
+    }
   });
 });
