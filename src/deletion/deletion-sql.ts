@@ -11,7 +11,11 @@
  * or of another organization, may name one of ours without being part of it.
  * Matches are found through `record_metadata_org_key_value` (organization_id, key, value,
  * record_type); children through `records_trace` (trace_id, record_type) and `records_session`
- * (session_id, record_type), with the run checked on the row.
+ * (session_id, record_type), with the run checked on the row: `+run_id` keeps the planner off the
+ * run indexes, which would walk a whole run to find one parent's children. Joins from a bounded
+ * set (roots, a page) to `records` are written CROSS JOIN, which SQLite reads as "keep this
+ * order": left alone, it may scan `records` and probe the small set instead.
+ * test/deletion-query-plans.test.ts holds every statement to these plans.
  *
  * Order: a record is deleted only once nothing that hangs from it is left (spans before their
  * trace, traces and spans before their session), and a matching session or trace is what makes
@@ -43,7 +47,7 @@ candidate_traces AS (
   UNION ALL
   SELECT id, run_id FROM (
     SELECT t.id, t.run_id FROM root_sessions AS rs
-    JOIN records AS t ON t.session_id = rs.id AND t.record_type = 'trace' AND t.run_id = rs.run_id
+    CROSS JOIN records AS t ON t.session_id = rs.id AND t.record_type = 'trace' AND +t.run_id = rs.run_id
     LIMIT ?6
   )
 )`;
@@ -58,10 +62,10 @@ WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES}
 DELETE FROM records WHERE organization_id = ?1 AND id IN (
   SELECT id FROM (
     SELECT s.id FROM candidate_traces AS ct
-    JOIN records AS s ON s.trace_id = ct.id AND s.record_type = 'span' AND s.run_id = ct.run_id
+    CROSS JOIN records AS s ON s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id
     UNION ALL
     SELECT s.id FROM root_sessions AS rs
-    JOIN records AS s ON s.session_id = rs.id AND s.record_type = 'span' AND s.run_id = rs.run_id
+    CROSS JOIN records AS s ON s.session_id = rs.id AND s.record_type = 'span' AND +s.run_id = rs.run_id
   )
   LIMIT ?7
 )`;
@@ -72,7 +76,7 @@ WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES}
 DELETE FROM records
 WHERE id IN (SELECT id FROM candidate_traces) AND record_type = 'trace' AND organization_id = ?1
   AND NOT EXISTS (
-    SELECT 1 FROM records AS s WHERE s.trace_id = records.id AND s.record_type = 'span' AND s.run_id = records.run_id
+    SELECT 1 FROM records AS s WHERE s.trace_id = records.id AND s.record_type = 'span' AND +s.run_id = records.run_id
   )`;
 
 /** Matching sessions that have no trace or span left. Parameters ?1..?5. */
@@ -82,7 +86,7 @@ DELETE FROM records
 WHERE id IN (SELECT id FROM root_sessions) AND record_type = 'session' AND organization_id = ?1
   AND NOT EXISTS (
     SELECT 1 FROM records AS c
-    WHERE c.session_id = records.id AND c.record_type IN ('trace', 'span') AND c.run_id = records.run_id
+    WHERE c.session_id = records.id AND c.record_type IN ('trace', 'span') AND +c.run_id = records.run_id
   )`;
 
 /** Counts the previous statement's deletions: ?1 job id, ?2 now (microseconds). */
@@ -129,7 +133,7 @@ SELECT EXISTS (
 const IN_MATCHING_SESSION = (alias: string) => `EXISTS (
     SELECT 1 FROM record_metadata AS m
     WHERE m.record_id = ${alias}.session_id AND m.key = ?2 AND m.value = ?3 AND m.record_type = 'session'
-      AND m.run_id = ${alias}.run_id
+      AND +m.run_id = ${alias}.run_id
   )`;
 
 const PAGE = (kind: "session" | "trace") => `
@@ -140,28 +144,28 @@ page AS (
 )`;
 
 const PAGE_TRACE_SPANS = `(SELECT count(*) FROM page_traces AS pt
-    JOIN records AS s ON s.trace_id = pt.id AND s.record_type = 'span' AND s.run_id = pt.run_id
+    CROSS JOIN records AS s ON s.trace_id = pt.id AND s.record_type = 'span' AND +s.run_id = pt.run_id
     WHERE NOT ${IN_MATCHING_SESSION("s")})`;
 
 export const COUNT_SESSION_PAGE = `
 WITH ${PAGE("session")},
 page_traces AS (
   SELECT t.id, t.run_id FROM page AS p
-  JOIN records AS t ON t.session_id = p.id AND t.record_type = 'trace' AND t.run_id = p.run_id
+  CROSS JOIN records AS t ON t.session_id = p.id AND t.record_type = 'trace' AND +t.run_id = p.run_id
 )
 SELECT
   (SELECT count(*) FROM page) AS roots,
   (SELECT max(rid) FROM page) AS last_rowid,
   (SELECT count(*) FROM page_traces) AS traces,
   (SELECT count(*) FROM page AS p
-    JOIN records AS s ON s.session_id = p.id AND s.record_type = 'span' AND s.run_id = p.run_id)
+    CROSS JOIN records AS s ON s.session_id = p.id AND s.record_type = 'span' AND +s.run_id = p.run_id)
   + ${PAGE_TRACE_SPANS} AS spans`;
 
 export const COUNT_TRACE_PAGE = `
 WITH ${PAGE("trace")},
 page_traces AS (
   SELECT t.id, t.run_id FROM page AS p
-  JOIN records AS t ON t.id = p.id AND t.record_type = 'trace'
+  CROSS JOIN records AS t ON t.id = p.id AND t.record_type = 'trace'
   WHERE NOT ${IN_MATCHING_SESSION("t")}
 )
 SELECT
