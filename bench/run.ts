@@ -6,20 +6,22 @@
  *   npm run bench -- ingest            ingestion throughput (issue 5)
  *   npm run bench -- all               the three, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
+ *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
- * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion), --seed 1,
+ * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion; verify: 2000), --seed 1,
  * --shapes first-page,tag (search), --quick (few samples: to try the harness, not for figures).
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
  */
 import { ensureDataset } from "./dataset/dataset-cache";
+import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "all", "dataset"] as const;
+const BENCHES = ["search", "deletion", "ingest", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -37,8 +39,10 @@ function positiveInteger(text: string, flag: string): number {
   return value;
 }
 
+const DEFAULT_SIZE = 1_000_000;
+
 function parseArguments(argv: string[]): Options {
-  const options: Options = { bench: "search", sizes: [100_000, 1_000_000], size: 1_000_000, seed: 1, quick: false, shapes: [] };
+  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, seed: 1, quick: false, shapes: [] };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;
     const value = () => {
@@ -67,6 +71,7 @@ async function main(): Promise<void> {
   if (bench === "dataset") {
     for (const size of options.sizes) await ensureDataset(size, options.seed);
   }
+  if (bench === "verify") await verifyDataset(options.size === DEFAULT_SIZE ? 2_000 : options.size, options.seed);
   if (bench === "search" || bench === "all") await runSearchBench(options);
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });

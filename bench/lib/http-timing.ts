@@ -17,9 +17,33 @@ export function roundTripsOf(headers: Headers): number | undefined {
   return match ? Number(match[1]) : undefined;
 }
 
+/**
+ * `wrangler dev`'s proxy answers this 503 when the pooled connection it picked to the worker was
+ * just closed by the worker's 5 s keep-alive timeout (cloudflare/workers-sdk#14641): the request
+ * never reached the worker, so it is sent again (and its first attempt is not timed). Deployed
+ * Workers have no such proxy; the count is reported with the results.
+ */
+const DEV_PROXY_RESET = "Your worker restarted mid-request";
+let devProxyRetries = 0;
+
+export function devProxyRetryCount(): number {
+  return devProxyRetries;
+}
+
 export async function timedJson<T = unknown>(
   url: string,
   init: { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number } = {},
+): Promise<TimedResponse<T>> {
+  for (let attempt = 1; ; attempt += 1) {
+    const response = await timedOnce<T>(url, init);
+    if (response.status !== 503 || typeof response.body !== "string" || !response.body.startsWith(DEV_PROXY_RESET) || attempt === 3) return response;
+    devProxyRetries += 1;
+  }
+}
+
+async function timedOnce<T>(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown; timeoutMs?: number },
 ): Promise<TimedResponse<T>> {
   const body = init.body === undefined ? undefined : JSON.stringify(init.body);
   const headers = { ...(body === undefined ? {} : { "content-type": "application/json" }), ...init.headers };

@@ -3,6 +3,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { devProxyRetryCount } from "./http-timing";
 import { DATA_DIR, REPO_ROOT, RESULTS_DIR } from "./paths";
 
 export function markdownTable(headers: string[], rows: string[][], align: ("l" | "r")[] = []): string {
@@ -36,6 +37,7 @@ export function runConditions(startLoad: number[]): string {
     `- load average (1 min) at start / end: ${startLoad[0]?.toFixed(2)} / ${endLoad[0]?.toFixed(2)} (other work on the machine inflates every figure)`,
     `- Node ${process.version}, wrangler ${packageVersion("wrangler")}, workerd ${packageVersion("workerd")}, sqlite3 shell ${sqlite}`,
     `- service commit: ${gitCommit()}`,
+    `- requests re-sent after a \`wrangler dev\` proxy reset (workers-sdk#14641, never reached the worker): ${devProxyRetryCount()}`,
   ].join("\n");
 }
 

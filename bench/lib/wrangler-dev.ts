@@ -3,8 +3,8 @@
  * the bench's own persist directory, in its own process group, stopped by its process id.
  * A bench that fails or is interrupted still stops every server it started.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { createWriteStream, mkdirSync } from "node:fs";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createWriteStream, existsSync, mkdirSync, rmSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { DATA_DIR, REPO_ROOT } from "./paths";
@@ -18,6 +18,31 @@ export interface DevServer {
 }
 
 const running = new Set<DevServer>();
+
+const WRANGLER = path.join(REPO_ROOT, "node_modules", ".bin", "wrangler");
+const bundles = new Map<string, string>();
+const bundleRoot = path.join(DATA_DIR, "bundles", String(process.pid));
+
+/**
+ * The worker of a wrangler config, bundled once per bench process (`wrangler deploy --dry-run
+ * --outdir`). Servers run the bundle with --no-bundle: `wrangler dev` would otherwise rebuild
+ * and restart the worker, mid-measurement, whenever anyone edits a source file, and the figures
+ * of one run would not all come from the same code.
+ */
+function bundled(config: string): string {
+  const hit = bundles.get(config);
+  if (hit) return hit;
+  const outdir = path.join(bundleRoot, `${path.basename(path.dirname(config))}-${bundles.size}`);
+  const result = spawnSync(WRANGLER, ["deploy", "--dry-run", "--outdir", outdir, "--config", config], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1", CI: "true" },
+  });
+  const entry = path.join(outdir, "index.js");
+  if (result.status !== 0 || !existsSync(entry)) throw new Error(`bundling ${config} failed:\n${result.stdout}\n${result.stderr}`);
+  bundles.set(config, entry);
+  return entry;
+}
 
 /** A port the kernel just handed out on 127.0.0.1 (free at that instant). */
 export function freePort(): Promise<number> {
@@ -59,6 +84,7 @@ export interface StartOptions {
 }
 
 export async function startDevServer(options: StartOptions): Promise<DevServer> {
+  const entry = bundled(options.config);
   const port = await freePort();
   const inspectorPort = await freePort();
   const logDir = path.join(DATA_DIR, "logs");
@@ -67,16 +93,18 @@ export async function startDevServer(options: StartOptions): Promise<DevServer> 
   const log = createWriteStream(logFile);
   const args = [
     "dev",
+    entry,
+    "--no-bundle",
     "--config", options.config,
     "--ip", "127.0.0.1",
     "--port", String(port),
     "--inspector-port", String(inspectorPort),
     "--persist-to", options.persistTo,
     "--show-interactive-dev-session=false",
-    "--log-level", "warn",
+    "--log-level", process.env.BENCH_WRANGLER_LOG_LEVEL ?? "warn",
   ];
   for (const [key, value] of Object.entries(options.vars ?? {})) args.push("--var", `${key}:${value}`);
-  const child = spawn(path.join(REPO_ROOT, "node_modules", ".bin", "wrangler"), args, {
+  const child = spawn(WRANGLER, args, {
     cwd: REPO_ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
@@ -157,5 +185,6 @@ export function installCleanupHandlers(): void {
   process.on("exit", () => {
     // Last resort (synchronous): no server may outlive the bench.
     for (const server of running) signalGroup(server.pid, "SIGKILL");
+    rmSync(bundleRoot, { recursive: true, force: true });
   });
 }
