@@ -3,6 +3,7 @@ import { authenticate } from "./auth/authenticate";
 import { registerLogin } from "./auth/login-routes";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
+import { registerRecordLookups } from "./compat/record-lookup-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
 import { createRouter } from "./http/create-router";
 import { d1RoundTrips } from "./http/d1-round-trips";
@@ -35,6 +36,7 @@ function protectedRoutes() {
   // SDK-specific answer shape; before the search routes it wraps.
   registerGeneratedClientCompat(router);
   registerSearch(router);
+  registerRecordLookups(router);
   registerDeletion(router);
   return router;
 }

@@ -217,3 +217,42 @@ describe("search answers the generated client can parse", () => {
     }
   });
 });
+
+describe("one record by id (continuing a distributed trace)", () => {
+  it("answers a trace, a span and a session as a full search does, and nothing across tenants or families", async () => {
+    const session = await call(`/v2/projects/${projectId}/sessions`, { as: tenant, body: { log_stream_id: logStreamId, name: "lookup", external_id: "ext-lookup" } });
+    const traceId = crypto.randomUUID();
+    const agentId = crypto.randomUUID();
+    await call(`/v2/projects/${projectId}/traces`, {
+      as: tenant,
+      body: {
+        log_stream_id: logStreamId,
+        session_id: session.body.id,
+        traces: [{ id: traceId, name: "t", input: "q", output: "a", user_metadata: { k: "v" }, metrics: { duration_ns: 7 }, spans: [{ id: agentId, type: "agent", name: "a", input: "in", agent_type: "planner" }] }],
+      },
+    });
+
+    const trace = await call(`/v2/projects/${projectId}/traces/${traceId}?project_id=${projectId}&trace_id=${traceId}`, { as: tenant });
+    expect(trace.status).toBe(200);
+    expect(trace.body).toMatchObject({ id: traceId, type: "trace", input: "q", output: "a", user_metadata: { k: "v" }, metrics: { duration_ns: 7 }, session_id: session.body.id, has_children: true });
+    const span = await call(`/v2/projects/${projectId}/spans/${agentId}`, { as: tenant });
+    expect(span.body).toMatchObject({ id: agentId, type: "agent", agent_type: "planner", trace_id: traceId, parent_id: traceId });
+    const found = await call(`/v2/projects/${projectId}/sessions/${session.body.id}`, { as: tenant });
+    expect(found.body).toMatchObject({ id: session.body.id, type: "session", external_id: "ext-lookup" });
+
+    // Same answer as a full search for the record.
+    const searched = await call(`/v2/projects/${projectId}/traces/search`, {
+      as: tenant,
+      body: { log_stream_id: logStreamId, filters: [{ column_id: "id", operator: "eq", value: traceId, type: "id" }] },
+    });
+    expect(trace.body).toEqual(searched.body.records[0]);
+
+    expect((await call(`/v2/projects/${projectId}/spans/${traceId}`, { as: tenant })).status).toBe(404);
+    expect((await call(`/v2/projects/${projectId}/traces/${crypto.randomUUID()}`, { as: tenant })).status).toBe(404);
+    const other = await createTenant();
+    expect((await call(`/v2/projects/${projectId}/traces/${traceId}`, { as: other })).status).toBe(404);
+    const bad = await call(`/v2/projects/${projectId}/traces/not-an-id`, { as: tenant });
+    expect(bad.status).toBe(422);
+    expect(bad.body.detail[0]).toMatchObject({ loc: ["path", "trace_id"], type: "uuid_parsing" });
+  });
+});

@@ -75,7 +75,7 @@ describe("the galileo SDK against the real service", () => {
   /** Ids of what earlier steps logged, for the steps that read it back. */
   const ids = {} as Record<
     | "session" | "trace" | "workflow" | "agent" | "llm" | "tool" | "retriever" | "single" | "singleSpan" | "followUp"
-    | "project" | "logStream" | "experiment" | "experimentTrace" | "streamProject" | "streamRun",
+    | "project" | "logStream" | "experiment" | "experimentTrace" | "streamProject" | "streamRun" | "streamTrace" | "streamWorkflow",
     string
   >;
 
@@ -290,6 +290,27 @@ describe("the galileo SDK against the real service", () => {
     }
     ids.streamProject = projectId;
     ids.streamRun = runId;
+    ids.streamTrace = workers[0]!.trace;
+    ids.streamWorkflow = workers[0]!.workflow;
+  });
+
+  it("streaming mode continues a distributed trace: GalileoLogger.create with a trace id and a span id", async () => {
+    // Another service picks the trace up: the SDK reads the trace and the span by id, then logs under the span.
+    const logger = await galileo.GalileoLogger.create({
+      projectName: STREAM_PROJECT,
+      logStreamName: STREAM_LOG_STREAM,
+      mode: "streaming",
+      traceId: ids.streamTrace,
+      spanId: ids.streamWorkflow,
+    });
+    const llm = logger.addLlmSpan({ input: "continued elsewhere", output: "from another service", model: "gpt-4o" });
+    await logger.terminate();
+    const [found] = await until(
+      "the continued span",
+      () => service.sql<Record<string, any>>(`SELECT * FROM records WHERE id = ${lit(llm.id)}`),
+      ([records]) => records!.length === 1,
+    );
+    expect(found![0]).toMatchObject({ trace_id: ids.streamTrace, parent_id: ids.streamWorkflow, run_id: ids.streamRun, is_complete: 1, type: "llm" });
   });
 
   it("streaming over HTTP in the worst order: a trace's update, then its span, then the trace", async () => {
