@@ -8,28 +8,39 @@ import { type WorkBudget, chunkLimits, deletionTestSeam } from "./deletion-budge
 import { type DeletionCounts, deletionJobById } from "./deletion-jobs";
 import { deleteChunk } from "./delete-chunk";
 
+/** What one call did, for the logs: chunks are what concurrent readers wait behind. */
+export interface ChunkStats {
+  chunks: number;
+  /** Wall time of the longest chunk (one D1 batch, round trip included), in milliseconds. */
+  longestChunkMs: number;
+}
+
 export type AdvanceResult =
   /** No deletion job has this id. */
   | { state: "missing" }
   /** The job is over (now, or before this call): nothing was or will be deleted for it any more. */
-  | { state: "completed" | "failed"; progress: DeletionCounts }
+  | { state: "completed" | "failed"; progress: DeletionCounts; stats: ChunkStats }
   /** The budget ran out while matching records remain. */
-  | { state: "unfinished"; progress: DeletionCounts };
+  | { state: "unfinished"; progress: DeletionCounts; stats: ChunkStats };
 
 const total = (c: DeletionCounts) => c.sessions + c.traces + c.spans;
 
 export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudget): Promise<AdvanceResult> {
   const job = await deletionJobById(d1, jobId);
   if (!job) return { state: "missing" };
+  const stats: ChunkStats = { chunks: 0, longestChunkMs: 0 };
   if (job.status === "completed" || job.status === "failed") {
-    return { state: job.status, progress: job.progress };
+    return { state: job.status, progress: job.progress, stats };
   }
   const started = Date.now();
   let deleted = 0;
   let before = total(job.progress);
   for (;;) {
+    const chunkStarted = Date.now();
     const chunk = await deleteChunk(d1, job, chunkLimits());
-    if (chunk.status === "completed" || chunk.status === "failed") return { state: chunk.status, progress: chunk.progress };
+    stats.chunks += 1;
+    stats.longestChunkMs = Math.max(stats.longestChunkMs, Date.now() - chunkStarted);
+    if (chunk.status === "completed" || chunk.status === "failed") return { state: chunk.status, progress: chunk.progress, stats };
     // Progress only grows; what another delivery of the same job removed meanwhile counts
     // against this budget too, which only makes the budget safer.
     const removed = total(chunk.progress) - before;
@@ -40,7 +51,7 @@ export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudg
     deleted += removed;
     await deletionTestSeam.afterChunk?.(job.id);
     if (Date.now() - started >= budget.maxMillis || deleted >= budget.maxRecords) {
-      return { state: "unfinished", progress: chunk.progress };
+      return { state: "unfinished", progress: chunk.progress, stats };
     }
   }
 }

@@ -46,7 +46,14 @@ async function consumeDeletionMessages(batch: MessageBatch<DeletionMessage>, env
     try {
       const result = await advanceJob(env.DB, jobId, messageBudget());
       if (result.state === "unfinished") await env.DELETION_QUEUE.send({ jobId });
-      if (result.state === "missing") console.error(`deletion queue: no deletion job ${jobId}; message ${message.id} dropped`);
+      if (result.state === "missing") {
+        console.error(`deletion queue: no deletion job ${jobId}; message ${message.id} dropped`);
+      } else if (result.stats.chunks > 0) {
+        const { sessions, traces, spans } = result.progress;
+        console.log(
+          `deletion job ${jobId}: ${result.state} after ${result.stats.chunks} chunk${result.stats.chunks === 1 ? "" : "s"} (longest ${result.stats.longestChunkMs} ms); deleted so far: ${sessions} sessions, ${traces} traces, ${spans} spans`,
+        );
+      }
       message.ack();
     } catch (error) {
       const delaySeconds = retryDelaySeconds(message.attempts);
