@@ -313,8 +313,8 @@ export const recordPatches = sqliteTable(
   },
   (t) => [
     primaryKey({ columns: [t.recordId, t.runId] }),
-    // "Does this run hold any update?": one probe that lets every ingest batch skip the held-update
-    // statements when nothing is held (the usual case), instead of probing once per record.
+    // The updates a run holds: every ingest batch looks them up (usually there are none), so the
+    // lookup costs one probe rather than one per record written.
     index("record_patches_run").on(t.runId),
     // Expiry of updates whose record never arrived, oldest first.
     index("record_patches_created").on(t.createdAt),
