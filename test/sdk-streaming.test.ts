@@ -319,6 +319,12 @@ describe("tenancy and validation", () => {
     expect(badId.status).toBe(422);
     expect(badId.body.detail[0]).toMatchObject({ loc: ["path", "trace_id"], type: "uuid_parsing" });
 
+    // 10,000 records per request, nested spans included.
+    const nested = { type: "workflow", name: "w", spans: Array.from({ length: 5_000 }, () => ({ type: "tool", name: "t" })) };
+    const tooMany = await call(`/v2/projects/${s.projectId}/spans`, { as: s.tenant, body: { log_stream_id: s.logStreamId, trace_id: traceId, parent_id: traceId, spans: [nested, nested] } });
+    expect(tooMany.status).toBe(422);
+    expect(tooMany.body.detail[0]).toMatchObject({ loc: ["body", "spans", 1], type: "value_error" });
+
     const badKind = await postSpan(s, traceId, traceId, { type: "trace", input: "x" });
     expect(badKind.status).toBe(422);
     expect(badKind.body.detail[0].loc.slice(0, 3)).toEqual(["body", "spans", 0]);

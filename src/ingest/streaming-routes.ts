@@ -14,6 +14,7 @@ import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
 import { ownedRunWithProject, type RunWithProject } from "../projects/run-access";
 import { type RunSelector, refineRunSelector, runSelectorOf } from "../projects/run-selector";
+import { refineRecordCount } from "./ingest-schemas";
 import { spanRows } from "./record-rows";
 import { linkToStoredTraceStatements, traceSessionQuery } from "./streaming-links";
 import { heldPatchStatements, patchRow, patchStatements } from "./streaming-patches";
@@ -27,7 +28,7 @@ import {
 } from "./streaming-schemas";
 import { recordWriteStatements } from "./write-records";
 
-const SpansBody = IngestSpansRequest.superRefine(refineRunSelector);
+const SpansBody = IngestSpansRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("spans"));
 const TraceUpdateBody = UpdateTraceRequest.superRefine(refineRunSelector);
 const SpanUpdateBody = UpdateSpanRequest.superRefine(refineRunSelector);
 
