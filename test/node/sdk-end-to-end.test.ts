@@ -34,7 +34,7 @@ function byId<T extends { id: string }>(list: T[]): Map<string, T> {
   return new Map(list.map((r) => [r.id, r]));
 }
 
-async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let value = await probe();
   while (!done(value)) {
