@@ -350,6 +350,23 @@ describe("the galileo SDK against the real service", () => {
     const main = traceRecords.find((r) => r.id === ids.trace)!;
     expect(main).toMatchObject({ type: "trace", name: "refund question", sessionId: ids.session, isComplete: true, hasChildren: true });
     expect(main.userMetadata).toEqual({ e2e: RUN, customer: "c-42" });
+    expect(main.metrics).toMatchObject({ durationNs: 9000 });
+
+    // Sorted and paged as the SDK asks: sort without sort_type, top-level limit and starting_token.
+    const page = async (startingToken: number) =>
+      (await galileo.getTraces({
+        projectId: ids.project,
+        logStreamId: ids.logStream,
+        filters: [{ columnId: "user_metadata.e2e", operator: "eq", value: RUN, type: "text" }],
+        sort: { columnId: "created_at", ascending: true },
+        limit: 2,
+        startingToken,
+      } as never)) as { records: { id: string }[]; nextStartingToken: number | null; paginated: boolean };
+    const first = await page(0);
+    expect(first).toMatchObject({ paginated: true, nextStartingToken: 2 });
+    const second = await page(first.nextStartingToken!);
+    expect(second).toMatchObject({ paginated: false, nextStartingToken: null });
+    expect([...first.records, ...second.records].map((r) => r.id)).toEqual([ids.trace, ids.single, ids.followUp]);
 
     const spans = await galileo.getSpans({
       projectId: ids.project,
