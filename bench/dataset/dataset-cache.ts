@@ -141,7 +141,13 @@ async function generate(records: number, seed: number, key: string, target: stri
     generationSeconds: (Date.now() - started) / 1000,
   };
   writeFileSync(path.join(building, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
-  renameSync(building, target);
+  try {
+    renameSync(building, target);
+  } catch (error) {
+    // Another bench process finished the same dataset first: keep its copy.
+    if (!existsSync(path.join(target, "manifest.json"))) throw error;
+    rmSync(building, { recursive: true, force: true });
+  }
   return load(target);
 }
 
