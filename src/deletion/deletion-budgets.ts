@@ -21,9 +21,10 @@ export interface WorkBudget {
 
 /**
  * One chunk deletes at most 500 spans, 300 traces and 100 sessions, each kind in one statement,
- * all in one atomic batch. Deleting a record costs about 0.1 ms of index upkeep (the record's eight
- * indexes and its metadata, tag and metric rows), so a chunk holds the database for tens of
- * milliseconds: a search that arrives meanwhile waits for one chunk, not for the job.
+ * all in one atomic batch. Its cost is index upkeep (a record sits in about ten indexes and has
+ * metadata, tag and metric rows with their own) plus one commit: tens of milliseconds, so a
+ * search that arrives meanwhile waits for one chunk, not for the job. Larger chunks were measured
+ * no cheaper per record (docs/deletion.md, "Budgets").
  */
 export const CHUNK_LIMITS: Readonly<ChunkLimits> = { roots: 100, sessionTraces: 200, spans: 500 };
 
