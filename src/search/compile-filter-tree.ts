@@ -39,10 +39,14 @@ function folded(expression: SQL | SQL.Aliased | unknown, caseSensitive: boolean)
   return caseSensitive ? sql`${expression}` : sql`lower(${expression})`;
 }
 
+/** An element of a list value, read from `json_each(list) AS "je"`. */
+function listElement(caseSensitive: boolean): SQL {
+  return sql.raw(caseSensitive ? `"je"."value"` : `lower("je"."value")`);
+}
+
 /** `expr [NOT] IN (list)`, folding both sides when case-insensitive. */
 function inList(expression: unknown, negated: boolean, list: SQL, caseSensitive: boolean): SQL {
-  const element = caseSensitive ? sql.raw(`"value"`) : sql.raw(`lower("value")`);
-  return sql`${folded(expression, caseSensitive)} ${sql.raw(negated ? "NOT IN" : "IN")} (SELECT ${element} FROM json_each(${list}))`;
+  return sql`${folded(expression, caseSensitive)} ${sql.raw(negated ? "NOT IN" : "IN")} (SELECT ${listElement(caseSensitive)} FROM json_each(${list}) AS "je")`;
 }
 
 /**
@@ -85,8 +89,7 @@ function tagsLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
     }
     case "tags_equal": {
       const list = pack.list(leaf.values);
-      const element = leaf.caseSensitive ? sql.raw(`"value"`) : sql.raw(`lower("value")`);
-      return sql`((SELECT count(DISTINCT ${folded(leafTags.tag, leaf.caseSensitive)}) FROM ${from(leafTags)} WHERE ${ofRecord}) = (SELECT count(DISTINCT ${element}) FROM json_each(${list})) AND NOT EXISTS (SELECT 1 FROM ${from(leafTags)} WHERE ${ofRecord} AND ${inList(leafTags.tag, true, list, leaf.caseSensitive)}))`;
+      return sql`((SELECT count(DISTINCT ${folded(leafTags.tag, leaf.caseSensitive)}) FROM ${from(leafTags)} WHERE ${ofRecord}) = (SELECT count(DISTINCT ${listElement(leaf.caseSensitive)}) FROM json_each(${list}) AS "je") AND NOT EXISTS (SELECT 1 FROM ${from(leafTags)} WHERE ${ofRecord} AND ${inList(leafTags.tag, true, list, leaf.caseSensitive)}))`;
     }
     default:
       throw new Error(`leaf ${leaf.kind} does not apply to tags`);
@@ -108,7 +111,7 @@ function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "never" }>, pack: SqlParam
   }
 }
 
-export function compileLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
+function compileLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
   return leaf.kind === "never" ? sql.raw("0") : columnLeaf(leaf, pack);
 }
 

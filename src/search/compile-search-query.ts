@@ -12,7 +12,7 @@
  *   `contains` leaf is driven by its side table's index, which carries (created_at, record_id)
  *   after the value and so is already in page order;
  * - otherwise the records table, whose indexes carry (run_id, record_type, [type | model,]
- *   created_at, id) for the native order.
+ *   created_at, id) for the native order and (run_id, record_type, id) for the id order.
  * Side-table drivers are joined with CROSS JOIN, which tells SQLite to keep them as the outer
  * loop whatever its statistics say.
  *

@@ -7,8 +7,7 @@ import type { FilterType } from "../columns/standard-columns";
 export const LEAF_TYPES = ["id", "date", "number", "boolean", "collection", "text", "fully_annotated"] as const;
 export type LeafType = (typeof LEAF_TYPES)[number];
 
-export const OPERATORS = ["eq", "ne", "gt", "gte", "lt", "lte", "between", "contains", "one_of", "not_in"] as const;
-export type Operator = (typeof OPERATORS)[number];
+export type Operator = "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "between" | "contains" | "one_of" | "not_in";
 
 export const OPERATORS_BY_TYPE: Record<FilterType, readonly Operator[]> = {
   id: ["eq", "ne", "one_of", "not_in", "contains"],

@@ -37,7 +37,7 @@ export async function runSearch(
 }
 
 /** The page and its pagination fields, from the (limit + 1) rows the statement returned. */
-export function pageResponse(rows: StoredRow[], query: SearchQuery): SearchResponse {
+function pageResponse(rows: StoredRow[], query: SearchQuery): SearchResponse {
   const paginated = rows.length > query.limit;
   const records = rows.slice(0, query.limit).map((row) => shapeRecord(row, query));
   const last = records[records.length - 1];

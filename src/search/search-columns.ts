@@ -24,8 +24,8 @@ export type ColumnRef =
   | { kind: "user_metadata"; id: string; key: string }
   | { kind: "dataset_metadata"; id: string; key: string };
 
-export const USER_METADATA_PREFIX = "user_metadata.";
-export const DATASET_METADATA_PREFIX = "dataset_metadata.";
+const USER_METADATA_PREFIX = "user_metadata.";
+const DATASET_METADATA_PREFIX = "dataset_metadata.";
 
 /** SQL names of the `records` columns that may hold NULL, read from the schema itself. */
 const NULLABLE_STORAGE: ReadonlySet<string> = new Set(

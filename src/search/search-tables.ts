@@ -48,6 +48,3 @@ export function recordColumn(storage: string): AnyColumn {
   if (!column) throw new Error(`column catalogue names unknown storage '${storage}'`);
   return column;
 }
-
-/** Every `records` column name, for the full-record projection. */
-export const RECORD_STORAGE_NAMES: readonly string[] = [...RECORD_COLUMNS_BY_NAME.keys()];

@@ -14,13 +14,13 @@ import type { Projection, SearchQuery } from "./search-query";
 export type StoredRow = Record<string, unknown>;
 type Json = unknown;
 
-export interface Message {
+interface Message {
   role: string;
   content: unknown;
   [key: string]: unknown;
 }
 
-export interface Document {
+interface Document {
   content: unknown;
   metadata: Record<string, unknown>;
   [key: string]: unknown;
@@ -56,7 +56,7 @@ const EMPTY_FIELDS: Record<string, () => Json> = {
   file_modalities: () => [],
 };
 
-export function fullFieldsOf(kind: string): string[] {
+function fullFieldsOf(kind: string): string[] {
   return [
     ...COMMON_FIELDS,
     ...(SPAN_KINDS.has(kind) ? SPAN_FIELDS : []),
