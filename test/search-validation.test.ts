@@ -166,9 +166,12 @@ describe("search validation: published limits", () => {
     expect(item.msg).toContain(`at most ${SEARCH_LIMITS.maxLeaves} filter leaves`);
   });
 
-  it(`refuses more than ${SEARCH_LIMITS.maxNodes} nodes`, async () => {
+  it(`refuses more than ${SEARCH_LIMITS.maxNodes} nodes, without walking huge lists`, async () => {
     const item = await fault("spans", { filters: Array.from({ length: SEARCH_LIMITS.maxNodes + 1 }, () => ({ and: [] })) });
+    expect(item).toMatchObject({ loc: ["body", "filters"], type: "value_error" });
     expect(item.msg).toContain(`at most ${SEARCH_LIMITS.maxNodes} filter nodes`);
+    const wide = await fault("spans", { filter_tree: { not: { or: Array.from({ length: 100_000 }, (_, i) => i) } } });
+    expect(wide.loc).toEqual(["body", "filter_tree", "not", "or"]);
   });
 
   it(`refuses a list of more than ${SEARCH_LIMITS.maxListLength} values`, async () => {

@@ -168,28 +168,34 @@ class Values {
 
 /**
  * Walks the raw elements without recursion and reports the first place where the depth or node
- * limits are exceeded, before the recursive parse runs.
+ * limits are exceeded, before the recursive parse runs. Elements are counted before they are
+ * queued, so a list of a million elements is refused without walking it.
  */
 function measureTree(roots: readonly [unknown, Loc][], issues: Issues): boolean {
+  const tooMany = (loc: Loc) => {
+    issues.valueError(loc, `a search may combine at most ${SEARCH_LIMITS.maxNodes} filter nodes and leaves`);
+    return false;
+  };
+  if (roots.length > SEARCH_LIMITS.maxNodes) return tooMany(["body", "filters"]);
   const stack: [unknown, Loc, number][] = roots.map(([value, loc]) => [value, loc, 1]);
-  let nodes = 0;
+  // Every element counts, objects or not.
+  let counted = roots.length;
   while (stack.length > 0) {
     const [value, loc, depth] = stack.pop()!;
-    if (!isObject(value)) continue;
-    nodes += 1;
     if (depth > SEARCH_LIMITS.maxTreeDepth) {
       issues.valueError(loc, `filters may be nested at most ${SEARCH_LIMITS.maxTreeDepth} levels deep`);
       return false;
     }
-    if (nodes > SEARCH_LIMITS.maxNodes) {
-      issues.valueError(loc, `a search may combine at most ${SEARCH_LIMITS.maxNodes} filter nodes and leaves`);
-      return false;
-    }
+    if (!isObject(value)) continue;
     for (const key of NODE_KEYS) {
       const inner = value[key];
       if (Array.isArray(inner) && (key === "and" || key === "or")) {
+        counted += inner.length;
+        if (counted > SEARCH_LIMITS.maxNodes) return tooMany([...loc, key]);
         inner.forEach((element, i) => stack.push([element, [...loc, key, i], depth + 1]));
       } else if (inner !== undefined && (key === "not" || key === "filter")) {
+        counted += 1;
+        if (counted > SEARCH_LIMITS.maxNodes) return tooMany([...loc, key]);
         stack.push([inner, [...loc, key], depth + 1]);
       }
     }
