@@ -56,13 +56,15 @@ const EMPTY_FIELDS: Record<string, () => Json> = {
   file_modalities: () => [],
 };
 
-function fullFieldsOf(kind: string): string[] {
-  return [
-    ...COMMON_FIELDS,
-    ...(SPAN_KINDS.has(kind) ? SPAN_FIELDS : []),
-    ...(KIND_FIELDS[kind] ?? []),
-    ...Object.keys(EMPTY_FIELDS),
-  ];
+const FULL_FIELDS = new Map<string, readonly string[]>();
+
+function fullFieldsOf(kind: string): readonly string[] {
+  let fields = FULL_FIELDS.get(kind);
+  if (!fields) {
+    fields = [...COMMON_FIELDS, ...(SPAN_KINDS.has(kind) ? SPAN_FIELDS : []), ...(KIND_FIELDS[kind] ?? []), ...Object.keys(EMPTY_FIELDS)];
+    FULL_FIELDS.set(kind, fields);
+  }
+  return fields;
 }
 
 /** Stored columns a field is read from (default: the column of the same name). */
@@ -86,13 +88,21 @@ function selectsMetrics(projection: Projection): boolean {
   return projection.metrics === "all" || projection.metrics.size > 0;
 }
 
+/** Fields of the selected columns (a metadata key selects its whole map). */
+function selectedFields(columns: readonly ColumnRef[]): string[] {
+  const fields: string[] = [];
+  for (const column of columns) {
+    if (column.kind === "standard") fields.push(column.id);
+    else if (column.kind !== "metric") fields.push(column.kind);
+  }
+  return fields;
+}
+
 /** The stored columns a page must read to shape its records. */
 export function storageNeeded(query: SearchQuery): string[] {
   const needed = new Set<string>(["id", "type", "created_at"]);
   const { projection } = query;
-  const fields = projection.columns
-    ? projection.columns.flatMap((c) => (c.kind === "standard" ? [c.id] : c.kind === "metric" ? [] : [c.kind]))
-    : FAMILY_KINDS[query.family].flatMap(fullFieldsOf);
+  const fields = projection.columns ? selectedFields(projection.columns) : FAMILY_KINDS[query.family].flatMap(fullFieldsOf);
   for (const field of fields) for (const column of storageOfField(field)) needed.add(column);
   if (selectsMetrics(projection) || query.includeMetricInfo) needed.add("metrics");
   if (query.includeMetricInfo) needed.add("metric_info");
@@ -129,9 +139,13 @@ function toMessage(value: Json, defaultRole: string): Message {
   return { role: defaultRole, content: typeof value === "string" ? value : JSON.stringify(value) };
 }
 
+function toUserMessage(value: Json): Message {
+  return toMessage(value, "user");
+}
+
 function toMessages(value: Json): Message[] {
   if (value === null) return [];
-  return (Array.isArray(value) ? value : [value]).map((m) => toMessage(m, "user"));
+  return Array.isArray(value) ? value.map(toUserMessage) : [toUserMessage(value)];
 }
 
 /** One message: the last of a list (the model's final answer), or the value itself. */
@@ -141,15 +155,17 @@ function toOutputMessage(value: Json): Message | null {
   return toMessage(value, "assistant");
 }
 
+function toDocument(value: Json): Document {
+  if (isObject(value)) {
+    const { page_content, ...rest } = value;
+    return { ...rest, content: rest.content ?? page_content ?? "", metadata: isObject(rest.metadata) ? rest.metadata : {} };
+  }
+  return { content: typeof value === "string" ? value : JSON.stringify(value), metadata: {} };
+}
+
 function toDocuments(value: Json): Document[] {
   if (value === null) return [];
-  return (Array.isArray(value) ? value : [value]).map((d) => {
-    if (isObject(d)) {
-      const { page_content, ...rest } = d;
-      return { ...rest, content: rest.content ?? page_content ?? "", metadata: isObject(rest.metadata) ? rest.metadata : {} };
-    }
-    return { content: typeof d === "string" ? d : JSON.stringify(d), metadata: {} };
-  });
+  return Array.isArray(value) ? value.map(toDocument) : [toDocument(value)];
 }
 
 function inputOf(kind: string, value: Json): Json {
@@ -167,11 +183,15 @@ function truncateText(value: Json, limit: number): Json {
 }
 
 /** Cuts long strings of an input or output, inside messages and documents too. */
-function truncateContent(value: Json, limit: number): Json {
-  if (typeof value === "string") return truncateText(value, limit);
-  if (Array.isArray(value)) return value.map((v) => truncateContent(v, limit));
-  if (isObject(value) && "content" in value) return { ...value, content: truncateContent(value.content, limit) };
+function truncateContent(value: Json): Json {
+  if (typeof value === "string") return truncateText(value, SEARCH_LIMITS.truncatedFieldLength);
+  if (Array.isArray(value)) return value.map(truncateContent);
+  if (isObject(value) && "content" in value) return { ...value, content: truncateContent(value.content) };
   return value;
+}
+
+function cut(value: Json, options: ShapeOptions): Json {
+  return options.truncate ? truncateContent(value) : value;
 }
 
 /** Tools as sent: a list when the stored text is a JSON list, else the text. */
@@ -189,25 +209,28 @@ interface ShapeOptions {
   truncate: boolean;
 }
 
+/**
+ * One field of a record. This runs for every field of every returned record, so it creates no
+ * closures: the bundle keeps function names (esbuild `keepNames`, wrangler's default), which
+ * costs a property definition per closure created.
+ */
 function readField(field: string, row: StoredRow, kind: string, options: ShapeOptions): Json {
-  const limit = SEARCH_LIMITS.truncatedFieldLength;
-  const cut = (value: Json) => (options.truncate ? truncateContent(value, limit) : value);
   switch (field) {
     case "input":
-      return cut(inputOf(kind, storedContent(row.input, row.input_is_json)));
+      return cut(inputOf(kind, storedContent(row.input, row.input_is_json)), options);
     case "output":
-      return cut(outputOf(kind, storedContent(row.output, row.output_is_json)));
+      return cut(outputOf(kind, storedContent(row.output, row.output_is_json)), options);
     case "redacted_input": {
       const value = parseJson(row.redacted_input);
-      return value === null ? null : cut(inputOf(kind, value));
+      return value === null ? null : cut(inputOf(kind, value), options);
     }
     case "redacted_output": {
       const value = parseJson(row.redacted_output);
-      return value === null ? null : cut(outputOf(kind, value));
+      return value === null ? null : cut(outputOf(kind, value), options);
     }
     case "dataset_input":
     case "dataset_output":
-      return cut(row[field] ?? null);
+      return cut(row[field] ?? null, options);
     case "created_at":
     case "updated_at":
       return isoOrNull(row[field]);
@@ -245,12 +268,11 @@ function metricsOf(row: StoredRow, selection: Projection["metrics"]): Record<str
 
 function metricInfoOf(row: StoredRow, metrics: Record<string, number>) {
   const stored = jsonObject(row.metric_info);
-  return Object.fromEntries(
-    Object.entries(metrics).map(([name, value]) => [
-      name,
-      { status_type: "success", value, metadata: isObject(stored[name]) ? stored[name] : {} },
-    ]),
-  );
+  const info: Record<string, { status_type: "success"; value: number; metadata: Json }> = {};
+  for (const [name, value] of Object.entries(metrics)) {
+    info[name] = { status_type: "success", value, metadata: isObject(stored[name]) ? stored[name] : {} };
+  }
+  return info;
 }
 
 function selectedColumnsOf(record: Record<string, Json>, row: StoredRow, kind: string, columns: readonly ColumnRef[], options: ShapeOptions): void {
