@@ -325,6 +325,21 @@ describe("ids and defaults", () => {
   });
 });
 
+describe("has_children across runs", () => {
+  it("a span naming a parent id of another run does not mark that record as a parent", async () => {
+    const other = (await call(`/v2/projects/${projectId}/log_streams`, { as: tenant, body: { name: "other-run" } })).body.id;
+    const childless = uuid();
+    expect((await ingest({ log_stream_id: other, traces: [{ id: childless, name: "alone" }] })).status).toBe(200);
+    // Streaming ingestion takes the parent from the client, so it can name any id.
+    const response = await call(`/v2/projects/${projectId}/spans`, {
+      as: tenant,
+      body: { log_stream_id: logStreamId, trace_id: uuid(), parent_id: childless, spans: [{ type: "tool" }] },
+    });
+    expect(response.status).toBe(200);
+    expect((await stored([childless])).get(childless)!.has_children).toBe(0);
+  });
+});
+
 describe("the record limit of a request", () => {
   const spans = (n: number) => Array.from({ length: n }, () => ({ type: "tool" }));
 

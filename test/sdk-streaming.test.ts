@@ -378,6 +378,18 @@ describe("query plans", () => {
     heldPatchStatements(db, [id, crypto.randomUUID()], s.logStreamId);
     linkStoredSpansStatements(db, { records: [{ record_type: "trace", id, session_id: crypto.randomUUID(), is_complete: 1 }] } as never, s.logStreamId);
     linkToStoredTraceStatements(db, [id], s.logStreamId);
+    // The batch writer every ingest runs: its has_children probe must use the parent index.
+    const { recordWriteStatements } = await import("../src/ingest/write-records");
+    const { traceRows } = await import("../src/ingest/record-rows");
+    const scope = { organizationId: s.tenant.organizationId, runId: s.logStreamId };
+    const rows = traceRows([{ type: "trace", name: "t", spans: [{ type: "llm", name: "l", tags: ["x"], metrics: { m: 1 }, user_metadata: { k: "v" } }] }], {
+      ...scope,
+      projectId: s.projectId,
+      sessionId: null,
+      isComplete: null,
+      nowMicros: Date.now() * 1000,
+    });
+    recordWriteStatements(db, rows, scope);
     expect(prepared.length).toBeGreaterThan(15);
     let drivenByRun = 0;
     for (const { sql, params } of prepared) {

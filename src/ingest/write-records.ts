@@ -34,10 +34,12 @@ const column = (i: number) => `value ->> ${i}`;
 
 const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id");
 
+// `+child.run_id`: the run check must not lure the planner onto a run index (a scan of the run
+// per row); the parent index finds the few children, the run is checked on them.
 const UPSERT_RECORDS = `
 INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children)
 SELECT ${RECORD_COLUMNS.map((_, i) => column(i)).join(", ")},
-       EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = value ->> 0)
+       EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = value ->> 0 AND +child.run_id = value ->> 3)
 FROM json_each(?1) WHERE true
 ON CONFLICT (id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = excluded.${c}`).join(", ")},
   has_children = max(records.has_children, excluded.has_children)`;
@@ -58,7 +60,7 @@ SELECT value ->> 0, value ->> 1, value ->> 2, ?2, value ->> 3, value ->> 4 FROM 
 
 const MARK_PARENTS = `
 UPDATE records SET has_children = 1
-WHERE id IN (SELECT value FROM json_each(?1)) AND has_children = 0 AND organization_id = ?2`;
+WHERE id IN (SELECT value FROM json_each(?1)) AND has_children = 0 AND run_id = ?2`;
 
 const RECORD_PRESENT_COLUMNS = `
 INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id)
@@ -91,7 +93,8 @@ export function recordWriteStatements(db: D1Database, batch: RecordBatch, scope:
     statements.push(db.prepare(INSERT_METRICS).bind(chunk, scope.runId));
   }
   if (batch.parentIds.length > 0) {
-    statements.push(db.prepare(MARK_PARENTS).bind(JSON.stringify(batch.parentIds), scope.organizationId));
+    // A parent is only ever in the child's own run: an id named from another run marks nothing.
+    statements.push(db.prepare(MARK_PARENTS).bind(JSON.stringify(batch.parentIds), scope.runId));
   }
   if (batch.presentColumns.length > 0) {
     statements.push(db.prepare(RECORD_PRESENT_COLUMNS).bind(JSON.stringify(batch.presentColumns), scope.runId));
