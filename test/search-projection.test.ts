@@ -171,3 +171,23 @@ describe("search: projection and flags", () => {
     expect(session).toMatchObject({ id: SESSION, num_traces: 2 });
   });
 });
+
+describe("search: documented in the OpenAPI document", () => {
+  it("lists the six routes with their request, answer and filter tree schemas", async () => {
+    const doc = await call("/openapi.json");
+    expect(doc.status).toBe(200);
+    for (const segment of ["traces", "spans", "sessions"]) {
+      for (const operation of ["partial_search", "search"]) {
+        const path = doc.body.paths[`/v2/projects/{project_id}/${segment}/${operation}`];
+        expect(path?.post?.responses?.["200"], `${segment}/${operation}`).toBeDefined();
+        expect(path.post.responses["422"]).toBeDefined();
+      }
+    }
+    const schemas = doc.body.components.schemas;
+    for (const name of ["LogRecordsPartialSearchRequest", "LogRecordsSearchRequest", "LogRecordsSearchResponse", "FilterExpression", "TextFilter", "NumberFilter", "CollectionFilter", "IdFilter", "DateFilter", "BooleanFilter"]) {
+      expect(schemas[name], name).toBeDefined();
+    }
+    expect(schemas.LogRecordsPartialSearchRequest.properties.filter_tree.$ref).toBe("#/components/schemas/FilterExpression");
+    expect(schemas.NumberFilter.properties.operator.enum).toEqual(["eq", "ne", "gt", "gte", "lt", "lte", "between"]);
+  });
+});
