@@ -378,18 +378,6 @@ describe("query plans", () => {
     heldPatchStatements(db, [id, crypto.randomUUID()], s.logStreamId);
     linkStoredSpansStatements(db, { records: [{ record_type: "trace", id, session_id: crypto.randomUUID(), is_complete: 1 }] } as never, s.logStreamId);
     linkToStoredTraceStatements(db, [id], s.logStreamId);
-    // The batch writer every ingest runs: its has_children probe must use the parent index.
-    const { recordWriteStatements } = await import("../src/ingest/write-records");
-    const { traceRows } = await import("../src/ingest/record-rows");
-    const scope = { organizationId: s.tenant.organizationId, runId: s.logStreamId };
-    const rows = traceRows([{ type: "trace", name: "t", spans: [{ type: "llm", name: "l", tags: ["x"], metrics: { m: 1 }, user_metadata: { k: "v" } }] }], {
-      ...scope,
-      projectId: s.projectId,
-      sessionId: null,
-      isComplete: null,
-      nowMicros: Date.now() * 1000,
-    });
-    recordWriteStatements(db, rows, scope);
     expect(prepared.length).toBeGreaterThan(15);
     let drivenByRun = 0;
     for (const { sql, params } of prepared) {
@@ -405,5 +393,28 @@ describe("query plans", () => {
       }
     }
     expect(drivenByRun).toBe(7); // the six statements applying held updates, and the one forgetting them
+  });
+
+  it("the batch writer of every ingest never walks a run (its has_children probe uses the parent index)", async () => {
+    const { recordWriteStatements } = await import("../src/ingest/write-records");
+    const { traceRows } = await import("../src/ingest/record-rows");
+    const s = await newStream();
+    const { db, prepared } = recordingDb();
+    const scope = { organizationId: s.tenant.organizationId, runId: s.logStreamId };
+    const span = { type: "llm" as const, name: "l", tags: ["x"], metrics: { m: 1 }, user_metadata: { k: "v" } };
+    const rows = traceRows([{ type: "trace", name: "t", spans: [span] }], {
+      ...scope,
+      projectId: s.projectId,
+      sessionId: null,
+      isComplete: null,
+      nowMicros: Date.now() * 1000,
+    });
+    recordWriteStatements(db, rows, scope);
+    expect(prepared.length).toBeGreaterThan(5);
+    for (const { sql, params } of prepared) {
+      const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+      const details = plan.results.map((r) => r.detail).join("\n");
+      expect(details, sql).not.toMatch(/records_run_|SCAN (records|child)$/m);
+    }
   });
 });

@@ -60,7 +60,7 @@ SELECT value ->> 0, value ->> 1, value ->> 2, ?2, value ->> 3, value ->> 4 FROM 
 
 const MARK_PARENTS = `
 UPDATE records SET has_children = 1
-WHERE id IN (SELECT value FROM json_each(?1)) AND has_children = 0 AND run_id = ?2`;
+WHERE id IN (SELECT value FROM json_each(?1)) AND has_children = 0 AND +run_id = ?2`;
 
 const RECORD_PRESENT_COLUMNS = `
 INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id)
