@@ -191,3 +191,35 @@ describe("search: documented in the OpenAPI document", () => {
     expect(schemas.NumberFilter.properties.operator.enum).toEqual(["eq", "ne", "gt", "gte", "lt", "lte", "between"]);
   });
 });
+
+describe("search: selecting record fields that are not filter columns", () => {
+  it("selects whole maps and other record fields by name; `metrics` selects every metric", async () => {
+    const [trace] = await search("traces", {
+      filters: [{ type: "id", column_id: "id", value: TRACE }],
+      select_columns: { column_ids: ["name", "user_metadata", "dataset_metadata", "redacted_input", "feedback_rating_info", "metrics"] },
+    });
+    expect(trace).toEqual({
+      id: TRACE,
+      type: "trace",
+      name: "the-trace",
+      user_metadata: { env: "prod", team: "x" },
+      dataset_metadata: { split: "train" },
+      redacted_input: null,
+      feedback_rating_info: { thumbs: { rating: 1 } },
+      metrics: { toxicity: 0.25, duration_ns: 900 },
+    });
+    const spans = byName(await search("spans", { select_columns: { column_ids: ["name", "events", "previous_session_id"] } }));
+    // A field of another kind is simply absent, as for catalogue columns.
+    expect(spans["llm-string"]).toEqual({ id: expect.any(String), type: "llm", name: "llm-string", events: [{ type: "message" }] });
+    expect(spans.tool).toEqual({ id: expect.any(String), type: "tool", name: "tool" });
+  });
+
+  it("a whole map is still not a filter or sort column", async () => {
+    const res = await call(`/v2/projects/${fixture.projectId}/traces/partial_search`, {
+      as: tenant,
+      body: { log_stream_id: fixture.runId, filters: [{ type: "text", column_id: "user_metadata", operator: "eq", value: "x" }] },
+    });
+    expect(res.status).toBe(422);
+    expect(res.body.detail[0].loc).toEqual(["body", "filters", 0, "column_id"]);
+  });
+});

@@ -12,7 +12,7 @@ import { RequestValidationError } from "../http/errors";
 import type { ValidationErrorItem } from "../http/validation-errors";
 import { isoToMicros } from "../ingest/timestamps";
 import { CASE_SENSITIVE_TYPES, DEFAULT_OPERATOR, isLeafType, LEAF_TYPES, type Operator, OPERATORS_BY_TYPE } from "./filter-operators";
-import { type ColumnRef, filterTypeOf, isSortable, resolveColumn } from "./search-columns";
+import { type ColumnRef, filterTypeOf, isSortable, resolveColumn, resolveSelectedColumn, type SelectedColumn } from "./search-columns";
 import { SEARCH_LIMITS } from "./search-limits";
 import type { CompareOperator, FilterLeaf, FilterNode, Projection, SearchQuery, SortSpec } from "./search-query";
 import type { SearchRequestBody } from "./search-schemas";
@@ -374,13 +374,13 @@ function normalizeSort(sort: SearchRequestBody["sort"], family: RecordFamily, is
 
 function normalizeProjection(select: SearchRequestBody["select_columns"], family: RecordFamily, issues: Issues): Projection {
   const metrics = new Set<string>(select?.metric_columns_names ?? []);
-  const allMetrics = select?.include_all_metrics === true || select?.includes_metric_columns === true;
-  let columns: ColumnRef[] | null = null;
+  let selectsAllMetrics = select?.include_all_metrics === true || select?.includes_metric_columns === true;
+  let columns: SelectedColumn[] | null = null;
   if (select?.column_ids && select.column_ids.length > 0) {
     const seen = new Set<string>();
     columns = [];
     select.column_ids.forEach((id, i) => {
-      const resolved = resolveColumn(id, family);
+      const resolved = resolveSelectedColumn(id, family);
       if (!resolved.ok) {
         // A column of another kind is simply absent from these records; an unknown one is a fault.
         if (resolved.reason === "unknown") issues.valueError(["body", "select_columns", "column_ids", i], resolved.message, id);
@@ -388,11 +388,15 @@ function normalizeProjection(select: SearchRequestBody["select_columns"], family
       }
       if (seen.has(id)) return;
       seen.add(id);
+      if (resolved.ref.kind === "field" && resolved.ref.id === "metrics") {
+        selectsAllMetrics = true;
+        return;
+      }
       columns!.push(resolved.ref);
       if (resolved.ref.kind === "metric") metrics.add(resolved.ref.name);
     });
   }
-  return { columns, metrics: allMetrics ? "all" : metrics, feedback: select?.include_all_feedback === true };
+  return { columns, metrics: selectsAllMetrics ? "all" : metrics, feedback: select?.include_all_feedback === true };
 }
 
 export function normalizeSearchRequest(body: SearchRequestBody, family: RecordFamily, mode: SearchMode): SearchQuery {

@@ -24,6 +24,12 @@ export type ColumnRef =
   | { kind: "user_metadata"; id: string; key: string }
   | { kind: "dataset_metadata"; id: string; key: string };
 
+/** A record field selected by name that is not a search column (see SELECTABLE_FIELDS). */
+export type FieldRef = { kind: "field"; id: string };
+
+/** What `select_columns.column_ids` may name. */
+export type SelectedColumn = ColumnRef | FieldRef;
+
 const USER_METADATA_PREFIX = "user_metadata.";
 const DATASET_METADATA_PREFIX = "dataset_metadata.";
 
@@ -79,6 +85,38 @@ export function resolveColumn(id: string, family: RecordFamily): ColumnResolutio
   return { ok: false, reason: "unknown", message: `unknown column '${id.length > 200 ? `${id.slice(0, 200)}...` : id}'` };
 }
 
+/**
+ * Record fields a client may select by name although they are not columns of the catalogue (no
+ * filter or sort on them): whole maps and the fields of the contract's record list. `metrics`
+ * selects every metric. Each maps to the kinds that carry it.
+ */
+const SELECTABLE_FIELDS = new Map<string, readonly string[] | "all">([
+  ["user_metadata", "all"],
+  ["dataset_metadata", "all"],
+  ["metrics", "all"],
+  ["redacted_input", "all"],
+  ["redacted_output", "all"],
+  ["feedback_rating_info", "all"],
+  ["annotations", "all"],
+  ["annotation_aggregates", "all"],
+  ["annotation_agreement", "all"],
+  ["annotation_queue_ids", "all"],
+  ["file_ids", "all"],
+  ["file_modalities", "all"],
+  ["events", ["llm"]],
+  ["previous_session_id", ["session"]],
+]);
+
+/** Resolves a column id of `select_columns.column_ids`: a search column, or a record field. */
+export function resolveSelectedColumn(
+  id: string,
+  family: RecordFamily,
+): { ok: true; ref: SelectedColumn } | Extract<ColumnResolution, { ok: false }> {
+  const resolved = resolveColumn(id, family);
+  if (resolved.ok || resolved.reason !== "unknown" || !SELECTABLE_FIELDS.has(id)) return resolved;
+  return { ok: true, ref: { kind: "field", id } };
+}
+
 /** The filter type a column takes: the catalogue's, number for metrics, text for metadata values. */
 export function filterTypeOf(ref: ColumnRef): FilterType {
   switch (ref.kind) {
@@ -96,12 +134,16 @@ export function isSortable(ref: ColumnRef): boolean {
 }
 
 /** Whether a record of `kind` can hold a value for the column (projection keeps only those). */
-export function appliesToKind(ref: ColumnRef, kind: string): boolean {
+export function appliesToKind(ref: SelectedColumn, kind: string): boolean {
   switch (ref.kind) {
     case "standard":
       return (ref.column.applicable_types as readonly string[]).includes(kind);
     case "dataset_metadata":
       return (DATASET_KINDS as readonly string[]).includes(kind);
+    case "field": {
+      const kinds = SELECTABLE_FIELDS.get(ref.id);
+      return kinds === "all" || (kinds ?? []).includes(kind);
+    }
     default:
       return true;
   }

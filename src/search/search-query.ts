@@ -5,7 +5,7 @@
  * read only this.
  */
 import type { RecordFamily } from "../columns/standard-columns";
-import type { ColumnRef } from "./search-columns";
+import type { ColumnRef, SelectedColumn } from "./search-columns";
 
 export type CompareOperator = "eq" | "ne" | "gt" | "gte" | "lt" | "lte";
 
@@ -41,7 +41,7 @@ export interface SortSpec {
 
 export interface Projection {
   /** The selected columns, or null for every standard field of the record's kind. */
-  columns: ColumnRef[] | null;
+  columns: SelectedColumn[] | null;
   /** Metric names to return in `metrics`, or "all". */
   metrics: ReadonlySet<string> | "all";
   /** Whether `feedback_rating_info` is returned. */

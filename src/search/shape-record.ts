@@ -7,7 +7,7 @@
  * has exactly the selected columns that apply to its kind, otherwise every field of its kind.
  */
 import { microsToIso } from "../db/client";
-import { type ColumnRef, appliesToKind } from "./search-columns";
+import { appliesToKind, type SelectedColumn } from "./search-columns";
 import { SEARCH_LIMITS } from "./search-limits";
 import type { Projection, SearchQuery } from "./search-query";
 
@@ -89,10 +89,10 @@ function selectsMetrics(projection: Projection): boolean {
 }
 
 /** Fields of the selected columns (a metadata key selects its whole map). */
-function selectedFields(columns: readonly ColumnRef[]): string[] {
+function selectedFields(columns: readonly SelectedColumn[]): string[] {
   const fields: string[] = [];
   for (const column of columns) {
-    if (column.kind === "standard") fields.push(column.id);
+    if (column.kind === "standard" || column.kind === "field") fields.push(column.id);
     else if (column.kind !== "metric") fields.push(column.kind);
   }
   return fields;
@@ -275,10 +275,10 @@ function metricInfoOf(row: StoredRow, metrics: Record<string, number>) {
   return info;
 }
 
-function selectedColumnsOf(record: Record<string, Json>, row: StoredRow, kind: string, columns: readonly ColumnRef[], options: ShapeOptions): void {
+function selectedColumnsOf(record: Record<string, Json>, row: StoredRow, kind: string, columns: readonly SelectedColumn[], options: ShapeOptions): void {
   for (const column of columns) {
     if (!appliesToKind(column, kind)) continue;
-    if (column.kind === "standard") {
+    if (column.kind === "standard" || column.kind === "field") {
       record[column.id] = readField(column.id, row, kind, options);
     } else if (column.kind === "user_metadata" || column.kind === "dataset_metadata") {
       const all = jsonObject(row[column.kind]);
