@@ -2,20 +2,23 @@
  * Generated datasets, cached: a dataset is a wrangler persist directory (the local D1 that
  * `wrangler dev --persist-to <dir>` serves) plus a manifest, kept under bench/data/datasets and
  * keyed by (records, seed, migrations, generator): a rerun with the same key reuses it, a change
- * to the migrations, to the generator or to the ingestion row builders makes a new one (and the
- * stale datasets of the same size and seed are removed, they take gigabytes).
+ * to the migrations or to the code of the generator or of the ingestion row builders (comments
+ * aside) makes a new one (and the stale datasets of the same size and seed are removed, they
+ * take gigabytes).
  */
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import ts from "typescript";
 import { DATASET_CACHE_DIR, MIGRATIONS_DIR, REPO_ROOT, SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
 import { SeededRandom } from "../lib/seeded-random";
 import { ensureSqlite3 } from "../lib/sqlite-cli";
 import { type BenchTenant, benchTenantStatements } from "./bench-tenant";
+import { requestsFromWorker } from "./fast-generator";
 import { DELETION_KEY, DELETION_VALUE, planRun, WINDOW_END_MICROS, WINDOW_MICROS } from "./synthetic-traces";
 import { RARE_WORD } from "./text-corpus";
-import { checkpoint, ingestRequests, recordCounts, writeRun } from "./write-run";
+import { checkpoint, recordCounts, writeRun } from "./write-run";
 
 export interface DatasetManifest {
   key: string;
@@ -51,15 +54,20 @@ const GENERATOR_SOURCES = [
   "src/columns/standard-columns.ts",
 ];
 
-function contentHash(files: string[]): string {
+function contentHash(files: string[], text: (file: string) => string = (file) => readFileSync(file, "utf8")): string {
   const hash = createHash("sha256");
   for (const file of files) {
     hash.update(path.relative(REPO_ROOT, file));
     hash.update("\u0000");
-    hash.update(readFileSync(file));
+    hash.update(text(file));
     hash.update("\u0000");
   }
   return hash.digest("hex");
+}
+
+/** A source's code without its comments and layout: editing a comment keeps the cache. */
+function codeOf(file: string): string {
+  return ts.transpileModule(readFileSync(file, "utf8"), { compilerOptions: { removeComments: true, target: ts.ScriptTarget.ES2022 } }).outputText;
 }
 
 export function migrationsHash(): string {
@@ -72,7 +80,7 @@ export function migrationsHash(): string {
 
 export function datasetKey(records: number, seed: number): string {
   const hash = createHash("sha256");
-  hash.update(JSON.stringify({ records, seed, migrations: migrationsHash(), generator: contentHash(GENERATOR_SOURCES.map((f) => path.join(REPO_ROOT, f))) }));
+  hash.update(JSON.stringify({ records, seed, migrations: migrationsHash(), generator: contentHash(GENERATOR_SOURCES.map((f) => path.join(REPO_ROOT, f)), codeOf) }));
   return hash.digest("hex").slice(0, 16);
 }
 
@@ -116,7 +124,7 @@ async function generate(records: number, seed: number, key: string, target: stri
   const scope = { organizationId: tenant.organizationId, projectId: tenant.projectId, runId: tenant.logStreamId };
   const plan = planRun(records, seed);
   let reported = 0;
-  const written = await writeRun(file, ingestRequests(plan, seed, scope), scope, statements, (done) => {
+  const written = await writeRun(file, requestsFromWorker({ records, seed, scope }), statements, (done) => {
     if (done - reported >= 100_000) {
       reported = done;
       process.stdout.write(`  ${done.toLocaleString("en-US")} / ${records.toLocaleString("en-US")} records (${((Date.now() - started) / 1000).toFixed(0)} s)\n`);
@@ -194,8 +202,7 @@ export async function emptyDatabase(label: string, seed: number): Promise<Datase
   applyMigrations(dir);
   const file = sqliteFileOf(dir);
   const { tenant, statements } = await benchTenantStatements(new SeededRandom(seed, 0x54454e54), WINDOW_END_MICROS - WINDOW_MICROS - 3_600_000_000);
-  const scope = { organizationId: tenant.organizationId, projectId: tenant.projectId, runId: tenant.logStreamId };
-  await writeRun(file, [], scope, statements);
+  await writeRun(file, [], statements);
   await checkpoint(file);
   const manifest: DatasetManifest = {
     key: "empty",

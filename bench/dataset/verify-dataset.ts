@@ -14,16 +14,18 @@ import { queryJson, runSqlite, sqlLiteral } from "../lib/sqlite-cli";
 import { withDevServer } from "../lib/wrangler-dev";
 import { BENCH_VARS } from "../search/search-bench";
 import { planRun, sessionInput, traceInput } from "./synthetic-traces";
-import { ingestRequests, TRACES_PER_REQUEST, writeRun } from "./write-run";
+import { requestsFromWorker } from "./fast-generator";
+import { TRACES_PER_REQUEST, writeRun } from "./write-run";
 
 /** Every table ingestion writes, with the columns that identify a row. */
 const TABLES = ["records", "record_metadata", "record_tags", "record_metrics", "run_columns"] as const;
 
+/** Written by the same (compiled) generator that builds the cached datasets. */
 async function generated(records: number, seed: number): Promise<Dataset> {
   const db = await emptyDatabase("verify-generated", seed);
   const { tenant } = db.manifest;
   const scope = { organizationId: tenant.organizationId, projectId: tenant.projectId, runId: tenant.logStreamId };
-  await writeRun(db.sqliteFile, ingestRequests(planRun(records, seed), seed, scope), scope, []);
+  await writeRun(db.sqliteFile, requestsFromWorker({ records, seed, scope }), []);
   return db;
 }
 

@@ -10,7 +10,9 @@
  * transaction, with the journal and fsync off (the file is a throw-away until the load is
  * complete), and the indexes that only serve queries are dropped during the load and rebuilt
  * after it from their own `CREATE INDEX` text, which sorts once instead of updating eight
- * B-trees at random per row. The indexes the write statements themselves use stay.
+ * B-trees at random per row. The indexes the write statements themselves use stay. The
+ * requests are built on a worker thread (fast-generator.ts) while the shell runs the previous
+ * ones.
  */
 import type { IngestContext, RecordBatch } from "../../src/ingest/record-rows";
 import { sessionRows, traceRows } from "../../src/ingest/record-rows";
@@ -100,11 +102,25 @@ export interface WriteRunResult {
   seconds: number;
 }
 
+/** One ingest request as shell input: its statements with their parameters bound. */
+export interface RequestSql {
+  sql: string;
+  records: number;
+}
+
+export function requestSql(batch: RecordBatch, scope: RunScope): RequestSql {
+  return { sql: ingestStatements(batch, scope).map(boundStatement).join(""), records: batch.records.length };
+}
+
+/** The run's requests as shell input, built on this thread. */
+export function* requestsSql(plan: RunPlan, seed: number, scope: RunScope): Generator<RequestSql> {
+  for (const batch of ingestRequests(plan, seed, scope)) yield requestSql(batch, scope);
+}
+
 /** Writes every request of the run; `prefix` runs first in the same transaction (the tenant). */
 export async function writeRun(
   file: string,
-  requests: Iterable<RecordBatch>,
-  scope: RunScope,
+  requests: Iterable<RequestSql> | AsyncIterable<RequestSql>,
   prefix: SqlStatement[],
   onProgress?: (records: number) => void,
 ): Promise<WriteRunResult> {
@@ -119,6 +135,8 @@ export async function writeRun(
       "PRAGMA cache_size = -1000000;",
       // Before `.parameter init`: changing temp_store drops every temp table.
       "PRAGMA temp_store = MEMORY;",
+      // Worker threads for the sorts that rebuild the indexes at the end.
+      "PRAGMA threads = 2;",
       "PRAGMA foreign_keys = ON;",
       ".parameter init",
       "BEGIN;",
@@ -128,9 +146,9 @@ export async function writeRun(
   );
   for (const statement of prefix) await writer.write(boundStatement(statement));
   let records = 0;
-  for (const batch of requests) {
-    for (const statement of ingestStatements(batch, scope)) await writer.write(boundStatement(statement));
-    records += batch.records.length;
+  for await (const request of requests) {
+    await writer.write(request.sql);
+    records += request.records;
     onProgress?.(records);
   }
   await writer.write([...indexes.map((index) => `${index.sql};`), "COMMIT;", `PRAGMA journal_mode = ${journalMode};`, ""].join("\n"));

@@ -130,9 +130,10 @@ async function measureEndpoint(server: DevServer, dataset: Dataset, run: ShapeRu
   const url = `${server.baseUrl}${shapePath(run.shape, dataset.manifest)}`;
   const body = run.shape.body(dataset.manifest);
   const send = async () => expectStatus(await timedJson(url, { body, headers: apiKeyHeaders(dataset) }), 200, `endpoint ${run.shape.id}`);
-  const warm = await send();
-  const n = samplesFor(warm.ms, quick);
-  const { samples, roundTrips } = await sampleHttp(n, 2, send);
+  const warm: number[] = [];
+  for (let i = 0; i < 3; i += 1) warm.push((await send()).ms);
+  const n = samplesFor(median(warm), quick);
+  const { samples, roundTrips } = await sampleHttp(n, 0, send);
   run.endpoint = { ...measured(samples), roundTrips };
   return n;
 }
@@ -150,8 +151,8 @@ async function measureEngine(dataset: Dataset, run: ShapeRun, n: number): Promis
   for (const statement of run.capture.statements) run.plans.push(await queryPlan(dataset.sqliteFile, statement));
 }
 
-async function benchSize(size: number, options: SearchBenchOptions, shapes: readonly SearchShape[]): Promise<ShapeRun[]> {
-  const dataset = await ensureDataset(size, options.seed);
+async function benchSize(dataset: Dataset, options: SearchBenchOptions, shapes: readonly SearchShape[]): Promise<ShapeRun[]> {
+  const size = dataset.manifest.records;
   console.log(`\nsearch @ ${count(size)} records (${dataset.persistDir})`);
   const captures = await captureShapes(dataset, shapes);
   const { projectId, logStreamId } = dataset.manifest.tenant;
@@ -301,10 +302,12 @@ export async function runSearchBench(options: SearchBenchOptions): Promise<strin
   const shapes = options.shapes.length > 0 ? SEARCH_SHAPES.filter((s) => options.shapes.includes(s.id)) : SEARCH_SHAPES;
   if (shapes.length === 0) throw new Error(`no such shapes: ${options.shapes.join(", ")}; known: ${SEARCH_SHAPES.map((s) => s.id).join(", ")}`);
   const sizes = [...options.sizes].sort((a, b) => a - b);
-  // Generate every dataset first, so that generation never runs between measurements.
-  for (const size of sizes) await ensureDataset(size, options.seed);
+  // Every dataset first, so that generation never runs between measurements; and held for the
+  // whole run, so that a migration or an ingestion change landing meanwhile cannot swap one in.
+  const datasets: Dataset[] = [];
+  for (const size of sizes) datasets.push(await ensureDataset(size, options.seed));
   const runs: ShapeRun[] = [];
-  for (const size of sizes) runs.push(...(await benchSize(size, options, shapes)));
+  for (const dataset of datasets) runs.push(...(await benchSize(dataset, options, shapes)));
   const markdown = report(runs, options, startLoad, sizes);
   const file = writeResult("search", markdown, options.quick);
   console.log(`\n${markdown.split("\n## ")[0]}\nwritten to ${file}`);
