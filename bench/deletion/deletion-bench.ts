@@ -13,6 +13,11 @@
  *
  * Targets: the service's rate at least 0.5 × the baseline's, and the concurrent search p95 under
  * 100 ms. The copies are removed afterwards.
+ *
+ * A job whose progress stops moving for STALL_MS is reported as stalled (with what it deleted
+ * until then), so the bench always ends: under wrangler dev 4.86 the local queue stops
+ * delivering a consumer's self-sent continuations after the second one when the consumer does
+ * heavy D1 work (docs/benchmarks.md, "Notes").
  */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -102,13 +107,30 @@ interface ServiceRun {
   expected: Counts;
   deleted: Counts;
   remaining: Counts;
+  /** Job created_at → its last progress (completion, or the last chunk before a stall). */
   serverSeconds: number;
   clientSeconds: number;
+  completed: boolean;
+  /** Why the job did not complete, when it did not. */
+  stalled?: string;
   probe: string;
   idle: number[];
   during: number[];
+  /** Searches during the job that got no answer within SEARCH_TIMEOUT_MS (counted at that time). */
+  timedOut: number;
   statusTrail: string[];
   failure?: string;
+}
+
+/** Longer than any chunk: a search that waited this long was held back by the dev server. */
+const HELD_BACK_MS = 5_000;
+
+/** A job whose progress has not moved for this long is reported as stalled. */
+const STALL_MS = 60_000;
+const SEARCH_TIMEOUT_MS = 30_000;
+
+function isTimeout(error: unknown): boolean {
+  return error instanceof Error && (error.name === "TimeoutError" || error.name === "AbortError");
 }
 
 async function serviceDeletion(dataset: Dataset, quick: boolean): Promise<ServiceRun> {
@@ -127,7 +149,8 @@ async function serviceDeletion(dataset: Dataset, quick: boolean): Promise<Servic
       probeBody = { log_stream_id: tenant.logStreamId };
       probe = "spans/available_columns (the search route is not there yet: a stand-in that also reads D1)";
     }
-    const search = async () => expectStatus(await timedJson(probeUrl, { body: probeBody, headers }), 200, "concurrent search").ms;
+    const search = async () =>
+      expectStatus(await timedJson(probeUrl, { body: probeBody, headers, timeoutMs: SEARCH_TIMEOUT_MS }), 200, "concurrent search").ms;
     const idle: number[] = [];
     for (let i = 0; i < 5; i += 1) await search();
     for (let i = 0; i < (quick ? 10 : 40); i += 1) idle.push(await search());
@@ -137,6 +160,8 @@ async function serviceDeletion(dataset: Dataset, quick: boolean): Promise<Servic
       await timedJson<{ job_id: string | null; message: string }>(`${server.baseUrl}/v2/org-jobs/delete-by-metadata`, {
         body: { metadata_key: deletion.key, metadata_value: deletion.value },
         headers,
+        // Sent once: a second POST would queue a second job.
+        repeatable: false,
       }),
       200,
       "delete-by-metadata",
@@ -145,23 +170,61 @@ async function serviceDeletion(dataset: Dataset, quick: boolean): Promise<Servic
     const jobUrl = `${server.baseUrl}/v2/org-jobs/${answer.job_id}`;
 
     let finished = false;
-    const during: number[] = [];
+    // Each search with the time it was sent: only those sent while the job was still deleting
+    // count (after a stall, the idle minute that detects it would flatter the p95).
+    const searches: { sentAt: number; ms: number; timedOut: boolean }[] = [];
+    let searchFailure: unknown;
     const searching = (async () => {
-      while (!finished) during.push(await search());
+      while (!finished) {
+        const sentAt = Date.now();
+        try {
+          searches.push({ sentAt, ms: await search(), timedOut: false });
+        } catch (error) {
+          if (!isTimeout(error)) {
+            searchFailure = error;
+            return;
+          }
+          searches.push({ sentAt, ms: SEARCH_TIMEOUT_MS, timedOut: true });
+        }
+      }
     })();
     const statusTrail: string[] = [];
     let job: OrgJob | undefined;
-    const deadline = Date.now() + 25 * 60_000;
-    while (Date.now() < deadline) {
-      job = expectStatus(await timedJson<OrgJob>(jobUrl, { headers }), 200, "job status").body;
-      if (statusTrail[statusTrail.length - 1] !== job.status) statusTrail.push(job.status);
-      if (job.status === "completed" || job.status === "failed") break;
+    let lastProgress = "";
+    let lastChange = Date.now();
+    let stalled: string | undefined;
+    for (;;) {
+      try {
+        job = expectStatus(await timedJson<OrgJob>(jobUrl, { headers, timeoutMs: SEARCH_TIMEOUT_MS }), 200, "job status").body;
+      } catch (error) {
+        if (!isTimeout(error)) throw error;
+      }
+      if (job) {
+        if (statusTrail[statusTrail.length - 1] !== job.status) statusTrail.push(job.status);
+        if (job.status === "completed" || job.status === "failed") break;
+        const progress = JSON.stringify(job.progress);
+        if (progress !== lastProgress) {
+          lastProgress = progress;
+          lastChange = Date.now();
+        }
+      }
+      if (Date.now() - lastChange > STALL_MS) {
+        stalled = `no progress for ${STALL_MS / 1000} s while ${job?.status ?? "unknown"}`;
+        break;
+      }
       await sleep(200);
     }
     const clientSeconds = (performance.now() - submitted) / 1000;
     finished = true;
     await searching;
-    if (!job || (job.status !== "completed" && job.status !== "failed")) throw new Error("the deletion job did not finish within 25 minutes");
+    if (searchFailure) throw new Error(`the concurrent search failed during the job: ${String(searchFailure)}`, { cause: searchFailure });
+    if (!job) throw new Error("the job's status could not be read");
+    // The job's own clock (same machine): searches sent while it was deleting.
+    const lastWork = Date.parse(job.updated_at);
+    const counted = searches.filter((x) => x.sentAt <= lastWork);
+    console.log(`  searches during the job: ${counted.length} of ${searches.length} sent before ${stalled ? "the stall" : "completion"} was seen`);
+    const during = counted.map((x) => x.ms);
+    const timedOut = counted.filter((x) => x.timedOut).length;
     const deleted = { sessions: job.progress.sessions_deleted, traces: job.progress.traces_deleted, spans: job.progress.spans_deleted };
     const serverSeconds = (Date.parse(job.updated_at) - Date.parse(job.created_at)) / 1000;
     return {
@@ -170,9 +233,12 @@ async function serviceDeletion(dataset: Dataset, quick: boolean): Promise<Servic
       remaining: { sessions: 0, traces: 0, spans: 0 },
       serverSeconds,
       clientSeconds,
+      completed: job.status === "completed",
+      stalled,
       probe,
       idle,
       during,
+      timedOut,
       statusTrail,
       failure: job.status === "failed" ? (job.error_message ?? "failed") : undefined,
     };
@@ -192,7 +258,7 @@ export async function runDeletionBench(options: DeletionBenchOptions): Promise<s
   } finally {
     discardCopy(serviceCopy);
   }
-  console.log(`  service: ${count(total(service.deleted))} records in ${service.serverSeconds.toFixed(1)} s (${service.statusTrail.join(" → ")})`);
+  console.log(`  service: ${count(total(service.deleted))} records in ${service.serverSeconds.toFixed(1)} s (${service.statusTrail.join(" → ")}${service.stalled ? `; stalled: ${service.stalled}` : ""})`);
 
   const baselineCopy = copyDataset(dataset, "deletion-baseline");
   let baseline: { seconds: number; deleted: number };
@@ -208,24 +274,45 @@ export async function runDeletionBench(options: DeletionBenchOptions): Promise<s
   const duringP95 = percentile(service.during, 95);
   const failures: string[] = [];
   if (service.failure) failures.push(`the job failed: ${service.failure}`);
-  if (total(service.deleted) !== total(service.expected)) failures.push(`deleted ${total(service.deleted)} records, expected ${total(service.expected)}`);
-  if (total(service.remaining) !== 0) failures.push(`${total(service.remaining)} matching records remain after the job`);
+  if (!service.completed && service.stalled) {
+    failures.push(
+      `the job did not complete: ${service.stalled}, after deleting ${count(total(service.deleted))} of ${count(total(service.expected))} records. Under wrangler dev 4.86 the local queue stops delivering after a consumer that does heavy D1 work has sent its own continuation twice (see docs/benchmarks.md, "Notes"); rate and search latency below are over the part that ran`,
+    );
+  }
+  if (service.completed && total(service.deleted) !== total(service.expected)) failures.push(`deleted ${total(service.deleted)} records, expected ${total(service.expected)}`);
+  if (service.completed && total(service.remaining) !== 0) failures.push(`${total(service.remaining)} matching records remain after the job`);
   if (serviceRate < 0.5 * baselineRate) failures.push(`rate ${ratio(serviceRate / baselineRate)} the baseline (target ≥ 0.5×)`);
-  if (!(duringP95 < 100)) failures.push(`concurrent search p95 ${ms(duringP95)} ms (target < 100 ms)`);
+  const heldBack = service.during.filter((x) => x > HELD_BACK_MS);
+  const notHeldBack = service.during.filter((x) => x <= HELD_BACK_MS);
+  if (!(duringP95 < 100)) {
+    failures.push(
+      `concurrent search p95 ${ms(duringP95)} ms (target < 100 ms)${heldBack.length > 0 ? `; ${heldBack.length} of ${service.during.length} searches waited more than ${HELD_BACK_MS / 1000} s: wrangler dev holds a request that arrives as a queue consumer invocation starts until that invocation ends (it does the same to /healthcheck, which touches no database; docs/benchmarks.md, "Notes"); p95 of the others: ${ms(percentile(notHeldBack, 95))} ms` : ""}`,
+    );
+  }
 
+  const until = service.completed ? "completed" : "its last progress";
   const table = markdownTable(
     ["measure", "value", "target"],
     [
       ["records to delete (sessions / traces / spans)", `${count(total(service.expected))} (${service.expected.sessions} / ${count(service.expected.traces)} / ${count(service.expected.spans)})`, ""],
       ["records deleted by the job", count(total(service.deleted)), "all of them"],
       ["matching records left afterwards", count(total(service.remaining)), "0"],
-      ["job status trail", service.statusTrail.join(" → "), "completed"],
-      ["time to completed (job created_at → updated_at)", `${service.serverSeconds.toFixed(2)} s`, ""],
-      ["time to completed (as the polling client saw it)", `${service.clientSeconds.toFixed(2)} s`, ""],
+      ["job status trail", `${service.statusTrail.join(" → ")}${service.stalled ? ` (stalled: ${service.stalled})` : ""}`, "completed"],
+      [`time to ${until} (job created_at → updated_at)`, `${service.serverSeconds.toFixed(2)} s`, ""],
+      [`time to ${service.completed ? "completed" : "giving up"} (as the polling client saw it)`, `${service.clientSeconds.toFixed(2)} s`, ""],
       ["service rate", `${count(serviceRate)} records/s`, ""],
       ["plain DELETE on the SQLite file (one transaction)", `${count(baseline.deleted)} records in ${baseline.seconds.toFixed(2)} s = ${count(baselineRate)} records/s`, ""],
       ["service rate / plain DELETE rate", ratio(serviceRate / baselineRate), "≥ 0.5×"],
-      ["concurrent search during the job: p50 / p95", `${ms(median(service.during))} / ${ms(duringP95)} ms (${service.during.length} requests)`, "p95 < 100 ms"],
+      [
+        "concurrent search during the job: p50 / p95",
+        `${ms(median(service.during))} / ${ms(duringP95)} ms (${service.during.length} requests${service.timedOut > 0 ? `, ${service.timedOut} without an answer in ${SEARCH_TIMEOUT_MS / 1000} s, counted as ${SEARCH_TIMEOUT_MS / 1000} s` : ""})`,
+        "p95 < 100 ms",
+      ],
+      [
+        `concurrent search during the job: p99 / max; slower than 100 ms / 1 s / ${HELD_BACK_MS / 1000} s`,
+        `${ms(percentile(service.during, 99))} / ${ms(Math.max(...service.during))} ms; ${service.during.filter((x) => x > 100).length} / ${service.during.filter((x) => x > 1_000).length} / ${heldBack.length} requests`,
+        "",
+      ],
       ["same search before the job: p50 / p95", `${ms(median(service.idle))} / ${ms(percentile(service.idle, 95))} ms`, ""],
     ],
     ["l", "r", "l"],

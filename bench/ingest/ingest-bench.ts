@@ -2,7 +2,9 @@
  * The ingestion benchmark (issue 5). Spans per second through POST /v2/projects/{pid}/traces in
  * requests of 100 traces of 10 spans each (as an SDK flush sends them), into a new database with
  * `wrangler dev` of the service: one client sending requests one after another, then four
- * clients at once. The request bodies are built before the clock starts.
+ * clients at once. Two payloads: the search benchmark's realistic content, and minimal records
+ * (what the path costs when rows are small). The request bodies are built before the clock
+ * starts.
  *
  * Baseline: the same rows (built by the service's own row builder) inserted straight into the
  * SQLite file of another new database with plain multi-row INSERT statements, one transaction per
@@ -17,7 +19,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { RECORD_COLUMNS, type RecordBatch, sessionRows, traceRows } from "../../src/ingest/record-rows";
-import type { IngestTrace } from "../../src/ingest/ingest-schemas";
+import type { IngestSpan, IngestTrace } from "../../src/ingest/ingest-schemas";
 import { type Dataset, discardCopy, emptyDatabase } from "../dataset/dataset-cache";
 import { type PlannedSession, type PlannedTrace, sessionInput, traceInput, WINDOW_END_MICROS, WINDOW_MICROS } from "../dataset/synthetic-traces";
 import { ingestContext, ingestStatements, mergeBatches, type RunScope } from "../dataset/write-run";
@@ -44,8 +46,32 @@ interface Workload {
   spans: number;
 }
 
+/**
+ * The two payloads: `realistic` is the search benchmark's content (inputs and outputs of about
+ * 350 bytes on average, llm messages, documents, metrics, tags, metadata: about 1 MB of JSON per
+ * request); `minimal` keeps each record's ids, kind, name, time and a short input and output, and
+ * nothing else, to show what the same path does when rows are small.
+ */
+type Payload = "realistic" | "minimal";
+
+function minimalSpan(span: IngestSpan): IngestSpan {
+  return {
+    id: span.id,
+    type: span.type,
+    name: span.name,
+    created_at: span.created_at,
+    input: "short input",
+    output: "short output",
+    spans: span.spans?.map(minimalSpan),
+  } as IngestSpan;
+}
+
+function minimalTrace(trace: IngestTrace): IngestTrace {
+  return { id: trace.id, type: "trace", name: trace.name, created_at: trace.created_at, session_id: trace.session_id, input: "short input", output: "short output", spans: trace.spans?.map(minimalSpan) } as IngestTrace;
+}
+
 /** `requests` requests of 100 traces × 10 spans, spread over sessions of 10 traces. */
-function workload(requests: number, offset: number): Workload {
+function workload(requests: number, offset: number, payload: Payload): Workload {
   const sessions: PlannedSession[] = [];
   const bodies: IngestTrace[][] = [];
   const start = WINDOW_END_MICROS - WINDOW_MICROS;
@@ -58,7 +84,8 @@ function workload(requests: number, offset: number): Workload {
       }
       const session = sessions[sessions.length - 1]!;
       const planned: PlannedTrace = { index, session: session.index, createdAt: start + index * 1_000_000 + 1, spans: SPANS_PER_TRACE, salted: false };
-      traces.push(traceInput(SEED, planned, session));
+      const trace = traceInput(SEED, planned, session);
+      traces.push(payload === "minimal" ? minimalTrace(trace) : trace);
     }
     bodies.push(traces);
   }
@@ -170,53 +197,66 @@ async function baselines(load: Workload, seed: number): Promise<{ plain: number;
   }
 }
 
-export async function runIngestBench(options: IngestBenchOptions): Promise<string> {
-  const startLoad = os.loadavg();
-  const requests = options.quick ? 8 : 40;
-  console.log(`\ningest: ${requests} requests of ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans per client setting`);
-  const sequential = workload(requests + 1, 0);
-  const concurrent = workload(requests + 1, (requests + 1) * TRACES_PER_REQUEST);
-  const db = await emptyDatabase("ingest-service", SEED);
+interface PayloadResult {
+  payload: Payload;
+  service: Throughput[];
+  spans: number;
+  plainSeconds: number;
+  serviceSqlSeconds: number;
+}
+
+async function benchPayload(payload: Payload, requests: number, clientSettings: number[]): Promise<PayloadResult> {
+  const loads = clientSettings.map((clients, i) => ({ clients, load: workload(requests + 1, i * (requests + 1) * TRACES_PER_REQUEST, payload) }));
+  const db = await emptyDatabase(`ingest-${payload}`, SEED);
   let service: Throughput[];
   try {
-    service = await serviceThroughput(db, [
-      { clients: 1, load: sequential },
-      { clients: 4, load: concurrent },
-    ]);
+    service = await serviceThroughput(db, loads);
   } finally {
     discardCopy(db);
   }
-  // The baseline inserts what the sequential run timed: its requests after the warm-up.
-  const timedLoad: Workload = { sessions: sequential.sessions, requests: sequential.requests.slice(1), spans: requests * TRACES_PER_REQUEST * SPANS_PER_TRACE };
+  // The baselines insert what the first (one-client) setting timed: its requests after the warm-up.
+  const first = loads[0]!.load;
+  const timedLoad: Workload = { sessions: first.sessions, requests: first.requests.slice(1), spans: requests * TRACES_PER_REQUEST * SPANS_PER_TRACE };
   const base = await baselines(timedLoad, SEED);
-  const plainRate = timedLoad.spans / base.plain;
-  const serviceSqlRate = timedLoad.spans / base.serviceSql;
-  console.log(`  plain INSERT: ${count(plainRate)} spans/s; the service's statements on the file: ${count(serviceSqlRate)} spans/s`);
+  console.log(`  ${payload}: plain INSERT ${count(timedLoad.spans / base.plain)} spans/s; the service's statements on the file ${count(timedLoad.spans / base.serviceSql)} spans/s`);
+  return { payload, service, spans: timedLoad.spans, plainSeconds: base.plain, serviceSqlSeconds: base.serviceSql };
+}
+
+export async function runIngestBench(options: IngestBenchOptions): Promise<string> {
+  const startLoad = os.loadavg();
+  const requests = options.quick ? 8 : 40;
+  console.log(`\ningest: ${requests} requests of ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans per setting`);
+  const results = [await benchPayload("realistic", requests, [1, 4]), await benchPayload("minimal", requests, [1])];
 
   const failures: string[] = [];
-  const rows = service.map((t) => {
-    const rate = t.spans / t.seconds;
-    const versus = rate / plainRate;
-    const verdicts: string[] = [];
-    if (versus < 0.3) verdicts.push(`${ratio(versus)} the baseline (target ≥ 0.3×)`);
-    if (rate < 10_000) verdicts.push(`${count(rate)} spans/s (target ≥ 10,000)`);
-    const trips = [...new Set(t.roundTrips)].join("/");
-    if (verdicts.length > 0) failures.push(`- ${t.clients} client${t.clients === 1 ? "" : "s"}: ${verdicts.join("; ")}`);
-    return [
-      `service, ${t.clients} client${t.clients === 1 ? "" : "s"}`,
-      count(t.spans),
-      t.seconds.toFixed(2),
-      count(rate),
-      ratio(versus),
-      `${ms(median(t.latencies))} / ${ms(percentile(t.latencies, 95))}`,
-      trips || "—",
-      verdicts.length === 0 ? "PASS" : "FAIL",
-    ];
-  });
-  rows.push(["plain INSERT straight into the SQLite file (baseline)", count(timedLoad.spans), base.plain.toFixed(2), count(plainRate), "1.00×", "—", "—", ""]);
-  rows.push(["the service's write statements straight into the SQLite file", count(timedLoad.spans), base.serviceSql.toFixed(2), count(serviceSqlRate), ratio(serviceSqlRate / plainRate), "—", "—", ""]);
+  const rows: string[][] = [];
+  for (const result of results) {
+    const plainRate = result.spans / result.plainSeconds;
+    for (const t of result.service) {
+      const rate = t.spans / t.seconds;
+      const versus = rate / plainRate;
+      const verdicts: string[] = [];
+      if (versus < 0.3) verdicts.push(`${ratio(versus)} the baseline (target ≥ 0.3×)`);
+      if (rate < 10_000) verdicts.push(`${count(rate)} spans/s (target ≥ 10,000)`);
+      const label = `${result.payload}: service, ${t.clients} client${t.clients === 1 ? "" : "s"}`;
+      if (verdicts.length > 0) failures.push(`- ${label}: ${verdicts.join("; ")}`);
+      rows.push([
+        label,
+        count(t.spans),
+        t.seconds.toFixed(2),
+        count(rate),
+        ratio(versus),
+        `${ms(median(t.latencies))} / ${ms(percentile(t.latencies, 95))}`,
+        [...new Set(t.roundTrips)].join("/") || "—",
+        verdicts.length === 0 ? "PASS" : "FAIL",
+      ]);
+    }
+    rows.push([`${result.payload}: plain INSERT straight into the SQLite file (baseline)`, count(result.spans), result.plainSeconds.toFixed(2), count(plainRate), "1.00×", "—", "—", ""]);
+    const serviceSqlRate = result.spans / result.serviceSqlSeconds;
+    rows.push([`${result.payload}: the service's write statements straight into the SQLite file`, count(result.spans), result.serviceSqlSeconds.toFixed(2), count(serviceSqlRate), ratio(serviceSqlRate / plainRate), "—", "—", ""]);
+  }
   const table = markdownTable(
-    ["path", "spans", "seconds", "spans/s", "vs baseline", "request p50 / p95 ms", "D1 round trips", "targets"],
+    ["payload and path", "spans", "seconds", "spans/s", "vs baseline", "request p50 / p95 ms", "D1 round trips", "targets"],
     rows,
     ["l", "r", "r", "r", "r", "r", "r", "l"],
   );
@@ -224,7 +264,8 @@ export async function runIngestBench(options: IngestBenchOptions): Promise<strin
     "# Ingestion benchmark",
     "",
     runConditions(startLoad),
-    `- ${requests} timed requests per client setting (after one warm-up request), each ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans = ${TRACES_PER_REQUEST * (SPANS_PER_TRACE + 1)} records, into a new database; spans/s counts spans only (traces come on top)`,
+    `- ${requests} timed requests per setting (after one warm-up request), each ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans = ${TRACES_PER_REQUEST * (SPANS_PER_TRACE + 1)} records, into a new database; spans/s counts spans only (traces come on top)`,
+    "- realistic: the search benchmark's content (about 1 MB of JSON per request); minimal: ids, kind, name, time and a short input and output per record",
     "",
     table,
     "",

@@ -37,7 +37,7 @@ export function runConditions(startLoad: number[]): string {
     `- load average (1 min) at start / end: ${startLoad[0]?.toFixed(2)} / ${endLoad[0]?.toFixed(2)} (other work on the machine inflates every figure)`,
     `- Node ${process.version}, wrangler ${packageVersion("wrangler")}, workerd ${packageVersion("workerd")}, sqlite3 shell ${sqlite}`,
     `- service commit: ${gitCommit()}`,
-    `- requests re-sent after a \`wrangler dev\` proxy reset (workers-sdk#14641, never reached the worker): ${devProxyRetryCount()}`,
+    `- requests re-sent after \`wrangler dev\`'s proxy dropped a pooled connection (workers-sdk#14641; their time counts from the first attempt): ${devProxyRetryCount()}`,
   ].join("\n");
 }
 

@@ -84,7 +84,7 @@ export interface StartOptions {
 }
 
 export async function startDevServer(options: StartOptions): Promise<DevServer> {
-  const entry = bundled(options.config);
+  const entry = process.env.BENCH_UNFROZEN ? undefined : bundled(options.config);
   const port = await freePort();
   const inspectorPort = await freePort();
   const logDir = path.join(DATA_DIR, "logs");
@@ -93,8 +93,7 @@ export async function startDevServer(options: StartOptions): Promise<DevServer> 
   const log = createWriteStream(logFile);
   const args = [
     "dev",
-    entry,
-    "--no-bundle",
+    ...(entry ? [entry, "--no-bundle"] : []),
     "--config", options.config,
     "--ip", "127.0.0.1",
     "--port", String(port),
