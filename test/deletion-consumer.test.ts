@@ -222,6 +222,31 @@ describe("deletion queue consumer", () => {
     expect(result.explicitAcks.sort()).toEqual(messages.map((m) => m.id).sort());
     expect(result.retryMessages).toEqual([]);
   });
+
+  it("lets timers and other tasks of the isolate run between two chunks", async () => {
+    // Local D1 answers in process: a consumer that chains its chunks straight into one another
+    // never hands the event loop back, so wrangler dev held every HTTP request for a whole queue
+    // message and once lost the message's completion (its queue then stopped). A timer set
+    // after one chunk must fire before the next chunk starts.
+    const value = `yield-${uuid()}`;
+    await seedTraces(value, 3);
+    const jobId = await queuedJob(value);
+    deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 1 };
+    const timerFiredBeforeChunk: boolean[] = [];
+    let timerFired = true;
+    deletionTestSeam.afterChunk = () => {
+      timerFiredBeforeChunk.push(timerFired);
+      timerFired = false;
+      setTimeout(() => {
+        timerFired = true;
+      }, 0);
+    };
+    const result = await deliver(DELETION_QUEUE, [message(jobId)], capturingBindings().bindings);
+    expect(result.explicitAcks).toHaveLength(1);
+    expect((await getJob(admin, jobId)).status).toBe("completed");
+    expect(timerFiredBeforeChunk.length).toBeGreaterThan(5);
+    expect(timerFiredBeforeChunk.every(Boolean)).toBe(true);
+  });
 });
 
 describe("dead-letter consumer", () => {

@@ -25,6 +25,16 @@ export type AdvanceResult =
 
 const total = (c: DeletionCounts) => c.sessions + c.traces + c.spans;
 
+/**
+ * Hands the event loop back for a moment (a timer, not a microtask). Against local D1, which
+ * answers inside the same process, chunks chained straight into one another never let the
+ * runtime read its sockets: under wrangler dev every HTTP request waited for the whole queue
+ * message, and the local queue once lost a message's completion and stopped delivering (see
+ * docs/deletion.md, "Running locally"). Deployed, a chunk is a network round trip to D1 anyway;
+ * the pause costs about a millisecond per chunk.
+ */
+const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
+
 export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudget): Promise<AdvanceResult> {
   const job = await deletionJobById(d1, jobId);
   if (!job) return { state: "missing" };
@@ -53,5 +63,6 @@ export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudg
     if (Date.now() - started >= budget.maxMillis || deleted >= budget.maxRecords) {
       return { state: "unfinished", progress: chunk.progress, stats };
     }
+    await yieldToEventLoop();
   }
 }
