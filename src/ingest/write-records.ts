@@ -30,17 +30,22 @@ function chunksBySize<T>(rows: T[], encode: (row: T) => unknown): string[] {
   return chunks;
 }
 
-const column = (i: number) => `value ->> ${i}`;
+const column = (i: number) => `record ->> ${i}`;
 
 const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id");
 
+// Each record is a JSON array of its ~46 column values. `json_each` renders an element's text
+// anew every time its `value` is read, so extracting the columns straight from it renders each
+// ~1 KB row 46 times; the materialized CTE renders each row once and the extractions read that
+// copy. Measured in workerd on the 1,100 records of one benchmark request: 61 ms -> 19 ms.
 // `+child.run_id`: the run check must not lure the planner onto a run index (a scan of the run
 // per row); the parent index finds the few children, the run is checked on them.
 const UPSERT_RECORDS = `
+WITH incoming AS MATERIALIZED (SELECT value AS record FROM json_each(?1))
 INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children)
 SELECT ${RECORD_COLUMNS.map((_, i) => column(i)).join(", ")},
-       EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = value ->> 0 AND +child.run_id = value ->> 3)
-FROM json_each(?1) WHERE true
+       EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = record ->> 0 AND +child.run_id = record ->> 3)
+FROM incoming WHERE true
 ON CONFLICT (id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = excluded.${c}`).join(", ")},
   has_children = max(records.has_children, excluded.has_children)`;
 
