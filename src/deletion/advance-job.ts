@@ -4,7 +4,8 @@
  * to delete, so any number of calls, in any order, repeated or concurrent, converge on the same
  * end: every matching subtree gone, progress equal to the records removed.
  */
-import { type WorkBudget, chunkLimits, deletionTestSeam } from "./deletion-budgets";
+import { ChunkSizer } from "./chunk-sizer";
+import { type WorkBudget, deletionTestSeam, fixedChunkLimits } from "./deletion-budgets";
 import { type DeletionCounts, deletionJobById } from "./deletion-jobs";
 import { deleteChunk } from "./delete-chunk";
 
@@ -13,6 +14,8 @@ export interface ChunkStats {
   chunks: number;
   /** Wall time of the longest chunk (one D1 batch, round trip included), in milliseconds. */
   longestChunkMs: number;
+  /** Spans the last chunk could delete at most (its size as the sizer left it). */
+  lastSpanLimit: number;
 }
 
 export type AdvanceResult =
@@ -38,18 +41,23 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve
 export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudget): Promise<AdvanceResult> {
   const job = await deletionJobById(d1, jobId);
   if (!job) return { state: "missing" };
-  const stats: ChunkStats = { chunks: 0, longestChunkMs: 0 };
+  const stats: ChunkStats = { chunks: 0, longestChunkMs: 0, lastSpanLimit: 0 };
   if (job.status === "completed" || job.status === "failed") {
     return { state: job.status, progress: job.progress, stats };
   }
   const started = Date.now();
   let deleted = 0;
   let before = total(job.progress);
+  const sizer = new ChunkSizer();
   for (;;) {
+    const limits = fixedChunkLimits() ?? sizer.limits();
     const chunkStarted = Date.now();
-    const chunk = await deleteChunk(d1, job, chunkLimits());
+    const chunk = await deleteChunk(d1, job, limits);
+    const chunkMs = Date.now() - chunkStarted;
+    sizer.record(chunkMs);
     stats.chunks += 1;
-    stats.longestChunkMs = Math.max(stats.longestChunkMs, Date.now() - chunkStarted);
+    stats.longestChunkMs = Math.max(stats.longestChunkMs, chunkMs);
+    stats.lastSpanLimit = limits.spans;
     if (chunk.status === "completed" || chunk.status === "failed") return { state: chunk.status, progress: chunk.progress, stats };
     // Progress only grows; what another delivery of the same job removed meanwhile counts
     // against this budget too, which only makes the budget safer.

@@ -19,14 +19,7 @@ export interface WorkBudget {
   maxRecords: number;
 }
 
-/**
- * One chunk deletes at most 500 spans, 300 traces and 100 sessions, each kind in one statement,
- * all in one atomic batch. Its cost is index upkeep (a record sits in about ten indexes and has
- * metadata, tag and metric rows with their own) plus one commit: tens of milliseconds, so a
- * search that arrives meanwhile waits for one chunk, not for the job. Larger chunks were measured
- * no cheaper per record (docs/deletion.md, "Budgets").
- */
-export const CHUNK_LIMITS: Readonly<ChunkLimits> = { roots: 100, sessionTraces: 200, spans: 500 };
+// One chunk's size is not fixed: ChunkSizer (chunk-sizer.ts) scales it to what a chunk costs.
 
 /** `immediate=true`: what the request itself deletes before handing the rest to the queue. */
 export const IMMEDIATE_BUDGET: Readonly<WorkBudget> = { maxMillis: 5_000, maxRecords: 10_000 };
@@ -56,6 +49,7 @@ export const deletionTestSeam: {
   afterChunk?: (jobId: string) => void | Promise<void>;
 } = {};
 
-export const chunkLimits = (): ChunkLimits => deletionTestSeam.chunkLimits ?? CHUNK_LIMITS;
+/** Fixed chunk limits set by a test; otherwise chunks are sized as they go (chunk-sizer.ts). */
+export const fixedChunkLimits = (): ChunkLimits | undefined => deletionTestSeam.chunkLimits;
 export const immediateBudget = (): WorkBudget => deletionTestSeam.immediateBudget ?? IMMEDIATE_BUDGET;
 export const messageBudget = (): WorkBudget => deletionTestSeam.messageBudget ?? MESSAGE_BUDGET;

@@ -51,7 +51,7 @@ async function consumeDeletionMessages(batch: MessageBatch<DeletionMessage>, env
       } else if (result.stats.chunks > 0) {
         const { sessions, traces, spans } = result.progress;
         console.log(
-          `deletion job ${jobId}: ${result.state} after ${result.stats.chunks} chunk${result.stats.chunks === 1 ? "" : "s"} (longest ${result.stats.longestChunkMs} ms); deleted so far: ${sessions} sessions, ${traces} traces, ${spans} spans`,
+          `deletion job ${jobId}: ${result.state} after ${result.stats.chunks} chunk${result.stats.chunks === 1 ? "" : "s"} (longest ${result.stats.longestChunkMs} ms, last one up to ${result.stats.lastSpanLimit} spans); deleted so far: ${sessions} sessions, ${traces} traces, ${spans} spans`,
         );
       }
       message.ack();
