@@ -6,13 +6,17 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { deletionTestSeam } from "../src/deletion/deletion-budgets";
+import { IMMEDIATE_FALLBACK_DELAY_SECONDS, deleteWithinRequest } from "../src/deletion/start-deletion";
+import type { DeletionMessage } from "../src/env";
 import {
+  DELETION_QUEUE,
   createRun,
   deleteByMetadata,
   expectedDeletion,
   getJob,
   postSession,
   postTraces,
+  deliver,
   snapshot,
   waitForJob,
   without,
@@ -230,6 +234,49 @@ describe("immediate mode", () => {
     expect(job.status).toBe("completed");
     expect(job.request_data).toEqual({ metadata_key: "user", metadata_value: value, immediate: true });
     expect(job.progress).toEqual({ sessions_deleted: 0, traces_deleted: 12, spans_deleted: 36 });
+    expect(await snapshot()).toEqual(without(before, expected.ids));
+  });
+  it("resumes through a delayed fallback message if the request dies mid-way", async () => {
+    const value = `dies-${uuid()}`;
+    const run = await createRun(admin);
+    const traces = Array.from({ length: 4 }, (_, i) => ({ id: uuid(), name: `t${i}`, user_metadata: { user: value }, spans: [span(), span()] }));
+    await postTraces(admin, run, traces);
+    const before = await snapshot();
+    const expected = expectedDeletion(before.records, admin.organizationId, "user", value);
+
+    const sent: { body: DeletionMessage; delaySeconds?: number }[] = [];
+    const queue = {
+      send: async (body: DeletionMessage, options?: QueueSendOptions) => {
+        sent.push({ body, delaySeconds: options?.delaySeconds });
+      },
+    } as unknown as Queue<DeletionMessage>;
+    // The request's isolate "dies" after its first chunk: the work never goes on, nothing
+    // after that point in the request runs.
+    deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 1 };
+    let firstChunkDone!: () => void;
+    const died = new Promise<void>((resolve) => (firstChunkDone = resolve));
+    deletionTestSeam.afterChunk = () => {
+      firstChunkDone();
+      return new Promise<never>(() => {});
+    };
+    const submitter = { organizationId: admin.organizationId, userId: admin.userId };
+    void deleteWithinRequest({ ...env, DELETION_QUEUE: queue }, submitter, { metadata_key: "user", metadata_value: value, immediate: true }, () => {});
+    await died;
+
+    expect(sent).toHaveLength(1);
+    const fallback = sent[0]!;
+    expect(fallback.delaySeconds).toBe(IMMEDIATE_FALLBACK_DELAY_SECONDS);
+    const jobId = fallback.body.jobId;
+    expect((await getJob(admin, jobId)).status).toBe("running");
+
+    // A minute later the queue delivers the fallback, and the job ends as if nothing happened.
+    delete deletionTestSeam.afterChunk;
+    delete deletionTestSeam.chunkLimits;
+    const result = await deliver(DELETION_QUEUE, [{ id: uuid(), attempts: 1, body: fallback.body }]);
+    expect(result.explicitAcks).toHaveLength(1);
+    const job = await getJob(admin, jobId);
+    expect(job.status).toBe("completed");
+    expect(job.progress).toEqual({ sessions_deleted: 0, traces_deleted: 4, spans_deleted: 8 });
     expect(await snapshot()).toEqual(without(before, expected.ids));
   });
 });

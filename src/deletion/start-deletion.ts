@@ -26,10 +26,16 @@ export async function anyMatch(d1: D1Database, selector: MetadataSelector): Prom
   return row?.matched === 1;
 }
 
+/**
+ * How long the fallback message of an immediate deletion waits: far beyond the request's budget
+ * (IMMEDIATE_BUDGET, 5 s) plus the 30 s a Worker may run on after answering (`waitUntil`).
+ */
+export const IMMEDIATE_FALLBACK_DELAY_SECONDS = 60;
+
 /** Sends the job's message; if that fails the job can never run, so it is marked failed. */
-async function enqueue(env: Env, jobId: string): Promise<void> {
+async function enqueue(env: Env, jobId: string, delaySeconds = 0): Promise<void> {
   try {
-    await env.DELETION_QUEUE.send({ jobId });
+    await env.DELETION_QUEUE.send({ jobId }, delaySeconds > 0 ? { delaySeconds } : undefined);
   } catch (error) {
     await failJob(env.DB, jobId, "The job could not be queued; nothing more will be deleted. Submit the request again.");
     throw error;
@@ -58,6 +64,11 @@ export interface ImmediateOutcome {
  * Deletes within the request's budget. The work is also handed to `waitUntil`, so a client that
  * disconnects mid-way does not cut it short: it still ends within the budget and hands what is
  * left to the queue. A failure inside the request does the same (the queue retries it).
+ *
+ * Before any chunk, a delayed fallback message naming the job is queued: if the isolate dies
+ * outright mid-request (nothing in the request can then hand the rest over), that message
+ * resumes the job a minute later. When the request finishes the job, the message finds it
+ * completed and does nothing; messages are idempotent, so an extra one never double-deletes.
  */
 export async function deleteWithinRequest(
   env: Env,
@@ -71,6 +82,7 @@ export async function deleteWithinRequest(
     request,
     status: "running",
   });
+  await enqueue(env, jobId, IMMEDIATE_FALLBACK_DELAY_SECONDS);
   const work = (async (): Promise<ImmediateOutcome> => {
     let finished = false;
     try {
