@@ -194,6 +194,27 @@ describe("each rejection is a 401 with WWW-Authenticate", () => {
     expectUnauthorized(await call(PROTECTED, bearer(token)), "Invalid or expired token");
   });
 
+  it("a token of a removed user stops working", async () => {
+    const leaving = await addUser(tenant, "member");
+    const token = await tokenFor("/login/api_key", { body: { api_key: leaving.apiKey } });
+    await env.DB.batch([
+      env.DB.prepare("DELETE FROM api_keys WHERE user_id = ?").bind(leaving.userId),
+      env.DB.prepare("DELETE FROM users WHERE id = ?").bind(leaving.userId),
+    ]);
+    expectUnauthorized(await call(PROTECTED, bearer(token)), "Invalid or expired token");
+  });
+
+  it("a token carries the role its user has now, not the one at login", async () => {
+    const demoted = await addUser(tenant, "admin");
+    const token = await tokenFor("/login/api_key", { body: { api_key: demoted.apiKey } });
+    await env.DB.prepare("UPDATE users SET role = 'member' WHERE id = ?").bind(demoted.userId).run();
+    const answer = await call("/v2/org-jobs/delete-by-metadata?dry_run=true", {
+      ...bearer(token),
+      body: { metadata_key: "user", metadata_value: "nobody" },
+    });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(403);
+  });
+
   it("an unsigned token (alg none)", async () => {
     const encode = (o: unknown) => btoa(JSON.stringify(o)).replace(/=+$/, "");
     const unsigned = `${encode({ alg: "none", typ: "JWT" })}.${encode(claimsOf(tenant))}.`;

@@ -51,6 +51,23 @@ export async function principalFromApiKey(db: Database, key: string): Promise<Pr
   return row ? remember(cacheKey, row) : undefined;
 }
 
+/**
+ * The user a bearer token names, as the database has it now (role included), or undefined when
+ * the user no longer exists. Cached like the other credentials: a removed user's tokens stop
+ * working within CACHE_TTL_MS, a changed role applies within the same time.
+ */
+export async function principalOfUser(db: Database, userId: string): Promise<Principal | undefined> {
+  const cacheKey = `user:${userId}`;
+  const hit = cached(cacheKey);
+  if (hit) return hit;
+  const [row] = await db
+    .select({ userId: users.id, organizationId: users.organizationId, role: users.role, email: users.email })
+    .from(users)
+    .where(eq(users.id, userId))
+    .limit(1);
+  return row ? remember(cacheKey, row) : undefined;
+}
+
 let unknownUserHashPromise: Promise<PasswordHash> | undefined;
 
 /** A hash no password matches (random, made once per isolate), verified against for unknown emails. */

@@ -1,6 +1,8 @@
 import { sign, verify } from "hono/jwt";
+import { database } from "../db/client";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
+import { principalOfUser } from "./principal-store";
 
 const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
 
@@ -21,8 +23,10 @@ export function tokenLifetime(env: Env): number {
 }
 
 /**
- * Bearer tokens are self-contained HS256 JWTs: verifying one needs no database round trip. The
- * price: a token outlives the removal of its user until it expires (at least one hour).
+ * Bearer tokens are HS256 JWTs naming the user, organization and role at login. Each use also
+ * checks that the user still exists in that organization, and takes the role the user has now
+ * (cached per isolate for a minute, like API keys): removing a user or changing a role takes
+ * effect within a minute, not when the token expires.
  */
 export async function issueToken(env: Env, principal: Principal): Promise<IssuedToken> {
   const now = Math.floor(Date.now() / 1000);
@@ -38,8 +42,8 @@ export async function issueToken(env: Env, principal: Principal): Promise<Issued
   return { access_token: await sign(payload, secretOf(env), "HS256"), token_type: "bearer", expires_in: ttl };
 }
 
-/** The principal a token names, or undefined when it is forged, malformed or expired. */
-export async function principalFromToken(env: Env, token: string): Promise<Principal | undefined> {
+/** The signed claims of a token, or undefined when it is forged, malformed or expired. */
+async function verifiedClaims(env: Env, token: string): Promise<{ sub: string; org: string } | undefined> {
   try {
     const payload = await verify(token, secretOf(env), "HS256");
     const { sub, org, role, email, exp } = payload as Record<string, unknown>;
@@ -48,8 +52,16 @@ export async function principalFromToken(env: Env, token: string): Promise<Princ
     if (typeof exp !== "number") return undefined;
     if (typeof sub !== "string" || typeof org !== "string" || typeof email !== "string") return undefined;
     if (role !== "admin" && role !== "member") return undefined;
-    return { userId: sub, organizationId: org, role, email };
+    return { sub, org };
   } catch {
     return undefined;
   }
+}
+
+/** The principal a token names: undefined when the token is invalid or its user is gone. */
+export async function principalFromToken(env: Env, token: string): Promise<Principal | undefined> {
+  const claims = await verifiedClaims(env, token);
+  if (!claims) return undefined;
+  const user = await principalOfUser(database(env.DB), claims.sub);
+  return user && user.organizationId === claims.org ? user : undefined;
 }
