@@ -268,6 +268,24 @@ describe("422 shapes", () => {
     );
   });
 
+  it("faults in several parts of a request are all reported, path then query then body", async () => {
+    const both = await call("/v2/org-jobs/delete-by-metadata?immediate=maybe", { as: tenant, body: { metadata_key: "" } });
+    expect422(both, [
+      { loc: ["query", "immediate"], msg: "Input should be a valid boolean, unable to interpret input", type: "bool_parsing", input: "maybe" },
+      { loc: ["body", "metadata_key"], msg: "String should have at least 1 character", type: "string_too_short", input: "", ctx: { min_length: 1 } },
+      { loc: ["body", "metadata_value"], msg: "Field required", type: "missing", input: { metadata_key: "" } },
+    ]);
+    const pathAndBody = await call("/v2/projects/not-a-uuid/traces", { as: tenant, body: { traces: [] } });
+    expect(pathAndBody.status).toBe(422);
+    const locs = pathAndBody.body.detail.map((d: { loc: unknown[] }) => d.loc);
+    expect(locs[0]).toEqual(["path", "project_id"]);
+    expect(locs.slice(1).every((loc: unknown[]) => loc[0] === "body")).toBe(true);
+    expect(locs.length).toBeGreaterThan(1);
+    // One bad part alone is reported alone.
+    const queryOnly = await call("/v2/org-jobs/delete-by-metadata?dry_run=2", { as: tenant, body: { metadata_key: "k", metadata_value: "v" } });
+    expect(queryOnly.body.detail.map((d: { loc: unknown[] }) => d.loc)).toEqual([["query", "dry_run"]]);
+  });
+
   it("a bad boolean query parameter is bool_parsing", async () => {
     // No foundation route takes a boolean query yet; the shared helper is exercised through the
     // same router factory (and so the same validation hook) that every route uses.

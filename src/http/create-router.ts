@@ -30,16 +30,71 @@ async function rawInput(c: Context, target: string): Promise<unknown> {
   }
 }
 
+/** What a route declares it validates, as @hono/zod-openapi's `createRoute` takes it. */
+interface RouteRequest {
+  params?: unknown;
+  query?: unknown;
+  headers?: unknown;
+  body?: { content?: Record<string, { schema?: unknown }> };
+}
+
+interface SafeParser {
+  safeParseAsync(data: unknown): Promise<{ success: boolean; error?: { issues: readonly unknown[] } }>;
+}
+
+const isSchema = (value: unknown): value is SafeParser => typeof (value as SafeParser | undefined)?.safeParseAsync === "function";
+
+/**
+ * The request's parts in FastAPI's order of reporting (path, query, headers, then the body), each
+ * with the schema the route declares for it.
+ */
+function declaredTargets(request: RouteRequest | undefined): [string, SafeParser][] {
+  const targets: [string, unknown][] = [
+    ["param", request?.params],
+    ["query", request?.query],
+    ["header", request?.headers],
+    ["json", request?.body?.content?.["application/json"]?.schema],
+  ];
+  return targets.filter((entry): entry is [string, SafeParser] => isSchema(entry[1]));
+}
+
+/**
+ * A 422 lists every invalid part of the request, as FastAPI does: the validators run one target
+ * at a time and stop at the first failure, so when one fails this checks the route's other
+ * targets too. (Only when something is invalid: a valid request is validated once.)
+ */
+function validationHook(request: RouteRequest | undefined) {
+  return async (result: { success: boolean; target: string; error?: { issues: readonly unknown[] } }, c: Context) => {
+    if (result.success) return;
+    const items = [];
+    let reportedFailing = false;
+    for (const [target, schema] of declaredTargets(request)) {
+      const input = await rawInput(c, target);
+      let issues: readonly unknown[] | undefined;
+      if (target === result.target) {
+        issues = result.error?.issues;
+        reportedFailing = true;
+      } else if (target !== "json" || input !== undefined) {
+        const other = await schema.safeParseAsync(input);
+        issues = other.success ? undefined : other.error?.issues;
+      }
+      if (issues) items.push(...toValidationErrors(LOCATION_BY_TARGET[target] ?? "body", issues as never, input));
+    }
+    if (!reportedFailing) {
+      items.push(...toValidationErrors(LOCATION_BY_TARGET[result.target] ?? "body", (result.error?.issues ?? []) as never, await rawInput(c, result.target)));
+    }
+    return validationResponse(c, items);
+  };
+}
+
 /** Every router of the service: one validation hook, so every 422 has the same shape. */
 export function createRouter() {
-  return new OpenAPIHono<AppEnv>({
-    defaultHook: async (result, c) => {
-      if (result.success) return;
-      const location = LOCATION_BY_TARGET[result.target] ?? "body";
-      const items = toValidationErrors(location, result.error.issues, await rawInput(c, result.target));
-      return validationResponse(c, items);
-    },
-  });
+  const router = new OpenAPIHono<AppEnv>({ defaultHook: validationHook(undefined) as never });
+  const register = router.openapi;
+  // Each route gets a hook that knows the route's other targets (see validationHook).
+  router.openapi = ((route: { request?: RouteRequest }, handler: unknown, hook?: unknown) =>
+    register(route as never, handler as never, (hook ?? validationHook(route.request)) as never)) as typeof router.openapi;
+  return router;
 }
 
 export type Router = ReturnType<typeof createRouter>;
