@@ -10,7 +10,7 @@
 import type { ChunkLimits } from "./deletion-budgets";
 
 /** A chunk should keep the database busy about this long (round trip and commit included). */
-export const CHUNK_TARGET_MS = 40;
+export const CHUNK_TARGET_MS = 30;
 
 /** Proportions of one chunk: matching roots looked at, traces of matching sessions, spans deleted. */
 const CHUNK_SHAPE: Readonly<ChunkLimits> = { roots: 1, sessionTraces: 2, spans: 5 };
