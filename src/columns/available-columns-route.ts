@@ -53,7 +53,7 @@ function availableColumnsRoute(family: RecordFamily) {
     tags: ["Columns"],
     summary: `Columns available for ${ROUTE_SEGMENT[family]} of a run`,
     description:
-      "The standard columns that apply to this record family, in the interface's order, then one column per metric present in the run. `is_empty` is true when no record of the run has a value for the column.",
+      "The standard columns that apply to this record family, in the interface's order, then one column per metric present in the run. `is_empty` is true when no record of the run has a value for the column. `start_time`/`end_time` are accepted but do not narrow the list: it always describes the whole run.",
     request: {
       params: ProjectIdParam,
       body: { content: { "application/json": { schema: AvailableColumnsRequest } }, required: true },

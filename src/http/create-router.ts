@@ -30,6 +30,8 @@ async function rawInput(c: Context, target: string): Promise<unknown> {
   }
 }
 
+const isJsonRequest = (c: Context) => /^application\/([\w.-]+\+)?json\b/i.test(c.req.header("content-type") ?? "");
+
 /** What a route declares it validates, as @hono/zod-openapi's `createRoute` takes it. */
 interface RouteRequest {
   params?: unknown;
@@ -69,12 +71,14 @@ function validationHook(request: RouteRequest | undefined) {
     const items = [];
     let reportedFailing = false;
     for (const [target, schema] of declaredTargets(request)) {
+      // A form body (the login routes also take forms) is not read as JSON.
+      if (target === "json" && target !== result.target && !isJsonRequest(c)) continue;
       const input = await rawInput(c, target);
       let issues: readonly unknown[] | undefined;
       if (target === result.target) {
         issues = result.error?.issues;
         reportedFailing = true;
-      } else if (target !== "json" || input !== undefined) {
+      } else if (input !== undefined || target !== "json") {
         const other = await schema.safeParseAsync(input);
         issues = other.success ? undefined : other.error?.issues;
       }
