@@ -73,10 +73,21 @@ export async function snapshot(): Promise<Snapshot> {
   return out;
 }
 
-/** The snapshot without the given records and their side rows. */
+/**
+ * The snapshot without the given records and their side rows. A surviving record that had
+ * children (records naming it as parent in its run) and has none left reads has_children 0
+ * (a session whose traces matched and went); nothing else of it changes.
+ */
 export function without(before: Snapshot, deleted: ReadonlySet<string>): Snapshot {
+  const parentKey = (r: Row) => `${r.run_id}/${r.parent_id}`;
+  const ownKey = (r: Row) => `${r.run_id}/${r.id}`;
+  const survivors = before.records.filter((r) => !deleted.has(r.id as string));
+  const lostChildren = new Set(before.records.filter((r) => deleted.has(r.id as string) && r.parent_id !== null).map(parentKey));
+  const keptChildren = new Set(survivors.filter((r) => r.parent_id !== null).map(parentKey));
   return {
-    records: before.records.filter((r) => !deleted.has(r.id as string)),
+    records: survivors.map((r) =>
+      r.has_children === 1 && lostChildren.has(ownKey(r)) && !keptChildren.has(ownKey(r)) ? { ...r, has_children: 0 } : r,
+    ),
     record_metadata: before.record_metadata.filter((r) => !deleted.has(r.record_id as string)),
     record_tags: before.record_tags.filter((r) => !deleted.has(r.record_id as string)),
     record_metrics: before.record_metrics.filter((r) => !deleted.has(r.record_id as string)),

@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import * as sql from "../src/deletion/deletion-sql";
 
 /** Names that stand for bounded intermediate results in the plans: CTEs, their aliases, subqueries. */
-const BOUNDED = /^SCAN (roots|root_sessions|candidate_traces|active|page|page_traces|rs|ct|p|pt|\(subquery-\d+\)|CONSTANT ROW)$/;
+const BOUNDED = /^SCAN (roots|root_sessions|candidate_traces|going|g|active|page|page_traces|rs|ct|p|pt|\(subquery-\d+\)|CONSTANT ROW)$/;
 
 async function plan(statement: string): Promise<string[]> {
   const parameters = Math.max(...[...statement.matchAll(/\?(\d+)/g)].map((m) => Number(m[1])));
@@ -21,6 +21,7 @@ async function plan(statement: string): Promise<string[]> {
 
 const STATEMENTS: [string, string, RegExp[]][] = [
   ["DELETE_SPANS", sql.DELETE_SPANS, [/record_metadata_org_key_value/, /records_trace/, /records_session/]],
+  ["REFRESH_PARENTS", sql.REFRESH_PARENTS, [/record_metadata_org_key_value/, /records_session/, /records_trace/, /records_parent/]],
   ["DELETE_TRACES", sql.DELETE_TRACES, [/record_metadata_org_key_value/, /records_session/, /records_trace/]],
   ["DELETE_SESSIONS", sql.DELETE_SESSIONS, [/record_metadata_org_key_value/, /records_session/]],
   ["COMPLETE_IF_DONE", sql.COMPLETE_IF_DONE, [/record_metadata_org_key_value/]],

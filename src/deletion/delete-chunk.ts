@@ -18,6 +18,7 @@ import {
   DELETE_TRACES,
   JOB_PROGRESS,
   MARK_RUNNING,
+  REFRESH_PARENTS,
 } from "./deletion-sql";
 
 export interface ChunkOutcome {
@@ -44,6 +45,7 @@ export async function deleteChunk(d1: D1Database, job: DeletionJob, limits: Chun
     d1.prepare(MARK_RUNNING).bind(job.id, now),
     d1.prepare(DELETE_SPANS).bind(...scope, limits.roots, limits.sessionTraces, limits.spans),
     d1.prepare(COUNT_DELETED_SPANS).bind(job.id, now),
+    d1.prepare(REFRESH_PARENTS).bind(...scope, limits.roots, limits.sessionTraces),
     d1.prepare(DELETE_TRACES).bind(...scope, limits.roots, limits.sessionTraces),
     d1.prepare(COUNT_DELETED_TRACES).bind(job.id, now),
     d1.prepare(DELETE_SESSIONS).bind(...scope, limits.roots),
@@ -51,7 +53,7 @@ export async function deleteChunk(d1: D1Database, job: DeletionJob, limits: Chun
     d1.prepare(COMPLETE_IF_DONE).bind(job.id, now, job.organizationId, job.key, job.value),
     d1.prepare(JOB_PROGRESS).bind(job.id),
   ]);
-  const row = results[8]?.results[0] as ProgressRow | undefined;
+  const row = results.at(-1)?.results[0] as ProgressRow | undefined;
   if (!row) throw new Error(`deletion job ${job.id} vanished during a chunk`);
   return {
     status: row.status,

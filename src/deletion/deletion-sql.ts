@@ -70,6 +70,28 @@ DELETE FROM records WHERE organization_id = ?1 AND id IN (
   LIMIT ?7
 )`;
 
+/**
+ * The parents (sessions) that lose their last child with this chunk's traces: has_children goes
+ * back to 0. Runs between DELETE_SPANS and DELETE_TRACES, so `going` is exactly what
+ * DELETE_TRACES is about to delete (the same candidates, those without spans left); a parent
+ * keeps has_children while any other child names it in its run. Parameters ?1..?6.
+ */
+export const REFRESH_PARENTS = `
+WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES},
+going AS (
+  SELECT t.id, t.parent_id, t.run_id FROM candidate_traces AS ct
+  CROSS JOIN records AS t ON t.id = ct.id AND t.record_type = 'trace' AND t.organization_id = ?1
+  WHERE t.parent_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = t.id AND s.record_type = 'span' AND +s.run_id = t.run_id)
+)
+UPDATE records SET has_children = 0
+WHERE id IN (SELECT parent_id FROM going) AND has_children = 1 AND organization_id = ?1
+  AND EXISTS (SELECT 1 FROM going AS g WHERE g.parent_id = records.id AND g.run_id = records.run_id)
+  AND NOT EXISTS (
+    SELECT 1 FROM records AS c
+    WHERE c.parent_id = records.id AND +c.run_id = records.run_id AND c.id NOT IN (SELECT id FROM going)
+  )`;
+
 /** Candidate traces that have no span left. Parameters ?1..?6. */
 export const DELETE_TRACES = `
 WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES}
