@@ -37,18 +37,28 @@ export function clearPrincipalCache(): void {
   cache.clear();
 }
 
-export async function principalFromApiKey(db: Database, key: string): Promise<Principal | undefined> {
-  const keyHash = await hashApiKey(key);
-  const cacheKey = `key:${keyHash}`;
+/** The columns of `users` a principal is made of. */
+const PRINCIPAL_COLUMNS = { userId: users.id, organizationId: users.organizationId, role: users.role, email: users.email };
+
+/** A cached principal, or the one `load` finds (remembered), or undefined (not remembered). */
+async function cachedLookup(cacheKey: string, load: () => Promise<Principal | undefined>): Promise<Principal | undefined> {
   const hit = cached(cacheKey);
   if (hit) return hit;
-  const [row] = await db
-    .select({ userId: users.id, organizationId: users.organizationId, role: users.role, email: users.email })
-    .from(apiKeys)
-    .innerJoin(users, eq(users.id, apiKeys.userId))
-    .where(eq(apiKeys.keyHash, keyHash))
-    .limit(1);
-  return row ? remember(cacheKey, row) : undefined;
+  const found = await load();
+  return found ? remember(cacheKey, found) : undefined;
+}
+
+export async function principalFromApiKey(db: Database, key: string): Promise<Principal | undefined> {
+  const keyHash = await hashApiKey(key);
+  return cachedLookup(`key:${keyHash}`, async () => {
+    const [row] = await db
+      .select(PRINCIPAL_COLUMNS)
+      .from(apiKeys)
+      .innerJoin(users, eq(users.id, apiKeys.userId))
+      .where(eq(apiKeys.keyHash, keyHash))
+      .limit(1);
+    return row;
+  });
 }
 
 /**
@@ -57,15 +67,10 @@ export async function principalFromApiKey(db: Database, key: string): Promise<Pr
  * working within CACHE_TTL_MS, a changed role applies within the same time.
  */
 export async function principalOfUser(db: Database, userId: string): Promise<Principal | undefined> {
-  const cacheKey = `user:${userId}`;
-  const hit = cached(cacheKey);
-  if (hit) return hit;
-  const [row] = await db
-    .select({ userId: users.id, organizationId: users.organizationId, role: users.role, email: users.email })
-    .from(users)
-    .where(eq(users.id, userId))
-    .limit(1);
-  return row ? remember(cacheKey, row) : undefined;
+  return cachedLookup(`user:${userId}`, async () => {
+    const [row] = await db.select(PRINCIPAL_COLUMNS).from(users).where(eq(users.id, userId)).limit(1);
+    return row;
+  });
 }
 
 let unknownUserHashPromise: Promise<PasswordHash> | undefined;
@@ -77,17 +82,15 @@ function unknownUserHash(): Promise<PasswordHash> {
 }
 
 export async function principalFromPassword(db: Database, email: string, password: string): Promise<Principal | undefined> {
-  const cacheKey = `password:${await sha256Hex(`${email}\u0000${password}`)}`;
-  const hit = cached(cacheKey);
-  if (hit) return hit;
-  const [row] = await db.select().from(users).where(eq(users.email, email.toLowerCase())).limit(1);
-  if (!row) {
-    // Spend the same PBKDF2 work as for a wrong password, so timing does not reveal which
-    // emails have accounts.
-    await verifyPassword(password, await unknownUserHash());
-    return undefined;
-  }
-  const ok = await verifyPassword(password, { hash: row.passwordHash, salt: row.passwordSalt, iterations: row.passwordIterations });
-  if (!ok) return undefined;
-  return remember(cacheKey, { userId: row.id, organizationId: row.organizationId, role: row.role, email: row.email });
+  return cachedLookup(`password:${await sha256Hex(`${email}\u0000${password}`)}`, async () => {
+    const [row] = await db.select().from(users).where(eq(users.email, email.toLowerCase())).limit(1);
+    if (!row) {
+      // Spend the same PBKDF2 work as for a wrong password, so timing does not reveal which
+      // emails have accounts.
+      await verifyPassword(password, await unknownUserHash());
+      return undefined;
+    }
+    const ok = await verifyPassword(password, { hash: row.passwordHash, salt: row.passwordSalt, iterations: row.passwordIterations });
+    return ok ? { userId: row.id, organizationId: row.organizationId, role: row.role, email: row.email } : undefined;
+  });
 }
