@@ -68,25 +68,25 @@ function declaredTargets(request: RouteRequest | undefined): [string, SafeParser
 function validationHook(request: RouteRequest | undefined) {
   return async (result: { success: boolean; target: string; error?: { issues: readonly unknown[] } }, c: Context) => {
     if (result.success) return;
+    const faultsOf = async (target: string, issues: readonly unknown[]) =>
+      toValidationErrors(LOCATION_BY_TARGET[target] ?? "body", issues as never, await rawInput(c, target));
     const items = [];
     let reportedFailing = false;
     for (const [target, schema] of declaredTargets(request)) {
-      // A form body (the login routes also take forms) is not read as JSON.
-      if (target === "json" && target !== result.target && !isJsonRequest(c)) continue;
-      const input = await rawInput(c, target);
-      let issues: readonly unknown[] | undefined;
       if (target === result.target) {
-        issues = result.error?.issues;
+        items.push(...(await faultsOf(target, result.error?.issues ?? [])));
         reportedFailing = true;
-      } else if (input !== undefined || target !== "json") {
-        const other = await schema.safeParseAsync(input);
-        issues = other.success ? undefined : other.error?.issues;
+        continue;
       }
-      if (issues) items.push(...toValidationErrors(LOCATION_BY_TARGET[target] ?? "body", issues as never, input));
+      // A form body (the login routes also take forms) is not read as JSON.
+      if (target === "json" && !isJsonRequest(c)) continue;
+      const input = await rawInput(c, target);
+      if (input === undefined) continue;
+      const other = await schema.safeParseAsync(input);
+      if (!other.success) items.push(...toValidationErrors(LOCATION_BY_TARGET[target] ?? "body", (other.error?.issues ?? []) as never, input));
     }
-    if (!reportedFailing) {
-      items.push(...toValidationErrors(LOCATION_BY_TARGET[result.target] ?? "body", (result.error?.issues ?? []) as never, await rawInput(c, result.target)));
-    }
+    // A target the route declares otherwise (a form body) is reported on its own.
+    if (!reportedFailing) items.push(...(await faultsOf(result.target, result.error?.issues ?? [])));
     return validationResponse(c, items);
   };
 }
