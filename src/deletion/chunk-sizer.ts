@@ -5,7 +5,7 @@
  * a factor of ten with the database's size, its storage (commits write every index page the
  * chunk dirtied, and record ids are random) and its load, so fixed row counts either stall
  * readers on a big database or waste commits on a small one. Instead every chunk is timed and
- * the next one is scaled towards CHUNK_TARGET_MS, within [MIN_CHUNK, MAX_CHUNK] of CHUNK_SHAPE.
+ * the next one is scaled towards CHUNK_TARGET_MS, CHUNK_SHAPE times a scale in [MIN_SCALE, MAX_SCALE].
  */
 import type { ChunkLimits } from "./deletion-budgets";
 

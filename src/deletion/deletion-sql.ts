@@ -70,6 +70,10 @@ DELETE FROM records WHERE organization_id = ?1 AND id IN (
   LIMIT ?7
 )`;
 
+/** A trace (alias `t`) none of whose spans is left: what DELETE_TRACES may take. */
+const NO_SPAN_LEFT = (t: string) =>
+  `NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = ${t}.id AND s.record_type = 'span' AND +s.run_id = ${t}.run_id)`;
+
 /**
  * The parents (sessions) that lose their last child with this chunk's traces: has_children goes
  * back to 0. Runs between DELETE_SPANS and DELETE_TRACES, so `going` is exactly what
@@ -82,7 +86,7 @@ going AS (
   SELECT t.id, t.parent_id, t.run_id FROM candidate_traces AS ct
   CROSS JOIN records AS t ON t.id = ct.id AND t.record_type = 'trace' AND t.organization_id = ?1
   WHERE t.parent_id IS NOT NULL
-    AND NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = t.id AND s.record_type = 'span' AND +s.run_id = t.run_id)
+    AND ${NO_SPAN_LEFT("t")}
 )
 UPDATE records SET has_children = 0
 WHERE id IN (SELECT parent_id FROM going) AND has_children = 1 AND organization_id = ?1
@@ -97,9 +101,7 @@ export const DELETE_TRACES = `
 WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES}
 DELETE FROM records
 WHERE id IN (SELECT id FROM candidate_traces) AND record_type = 'trace' AND organization_id = ?1
-  AND NOT EXISTS (
-    SELECT 1 FROM records AS s WHERE s.trace_id = records.id AND s.record_type = 'span' AND +s.run_id = records.run_id
-  )`;
+  AND ${NO_SPAN_LEFT("records")}`;
 
 /** Matching sessions that have no trace or span left. Parameters ?1..?5. */
 export const DELETE_SESSIONS = `
