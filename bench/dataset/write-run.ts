@@ -15,6 +15,7 @@
  * ones.
  */
 import type { IngestContext, RecordBatch } from "../../src/ingest/record-rows";
+import { mergeBatches } from "../../src/ingest/merge-batches";
 import { sessionRows, traceRows } from "../../src/ingest/record-rows";
 import { recordWriteStatements } from "../../src/ingest/write-records";
 import type { IngestTrace } from "../../src/ingest/ingest-schemas";
@@ -40,26 +41,6 @@ export function ingestStatements(batch: RecordBatch, scope: RunScope): SqlStatem
 }
 
 /** Several builders' batches as one (one request's worth of statements). */
-export function mergeBatches(batches: RecordBatch[]): RecordBatch {
-  const merged: RecordBatch = { records: [], metadata: [], tags: [], metrics: [], parentIds: [], presentColumns: [] };
-  const present = new Set<string>();
-  for (const batch of batches) {
-    merged.records.push(...batch.records);
-    merged.metadata.push(...batch.metadata);
-    merged.tags.push(...batch.tags);
-    merged.metrics.push(...batch.metrics);
-    merged.parentIds.push(...batch.parentIds);
-    for (const [family, column] of batch.presentColumns) {
-      const key = `${family}\u0000${column}`;
-      if (!present.has(key)) {
-        present.add(key);
-        merged.presentColumns.push([family, column]);
-      }
-    }
-  }
-  return merged;
-}
-
 export function ingestContext(scope: RunScope, sessionId: string | null = null): IngestContext {
   // Every generated record carries its own created_at, so the clock is never read.
   return { ...scope, sessionId, isComplete: null, nowMicros: 0 };

@@ -22,7 +22,8 @@ import { RECORD_COLUMNS, type RecordBatch, sessionRows, traceRows } from "../../
 import type { IngestSpan, IngestTrace } from "../../src/ingest/ingest-schemas";
 import { type Dataset, discardCopy, emptyDatabase } from "../dataset/dataset-cache";
 import { type PlannedSession, type PlannedTrace, sessionInput, traceInput, WINDOW_END_MICROS, WINDOW_MICROS } from "../dataset/synthetic-traces";
-import { ingestContext, ingestStatements, mergeBatches, type RunScope } from "../dataset/write-run";
+import { mergeBatches } from "../../src/ingest/merge-batches";
+import { ingestContext, ingestStatements, type RunScope } from "../dataset/write-run";
 import { expectStatus, timedJson } from "../lib/http-timing";
 import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
 import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";

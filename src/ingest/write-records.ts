@@ -8,11 +8,12 @@
  * replaces its metadata, tags and metrics, so a retried request never duplicates records. The
  * `records_ownership_guard` trigger aborts the batch if an id belongs to another run.
  */
-import { RECORD_COLUMNS, type RecordBatch } from "./record-rows";
+import { RECORD_COLUMNS, type RecordBatch, type RecordRow } from "./record-rows";
 
 const MAX_PARAM_BYTES = 1_000_000;
 
-function chunksBySize<T>(rows: T[], encode: (row: T) => unknown): string[] {
+/** `rows` encoded as JSON arrays of at most MAX_PARAM_BYTES each (one bound parameter per chunk). */
+export function chunksBySize<T>(rows: T[], encode: (row: T) => unknown): string[] {
   const chunks: string[] = [];
   let current: string[] = [];
   let size = 2;
@@ -32,22 +33,34 @@ function chunksBySize<T>(rows: T[], encode: (row: T) => unknown): string[] {
 
 const column = (i: number) => `record ->> ${i}`;
 
+/** A record as the JSON row `insertRecordsSql` reads: its column values in RECORD_COLUMNS order. */
+export const recordTuple = (r: RecordRow) => RECORD_COLUMNS.map((c) => r[c]);
+
 const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id");
 
-// Each record is a JSON array of its ~46 column values. `json_each` renders an element's text
-// anew every time its `value` is read, so extracting the columns straight from it renders each
-// ~1 KB row 46 times; the materialized CTE renders each row once and the extractions read that
-// copy. Measured in workerd on the 1,100 records of one benchmark request: 61 ms -> 19 ms.
-// `+child.run_id`: the run check must not lure the planner onto a run index (a scan of the run
-// per row); the parent index finds the few children, the run is checked on them.
-const UPSERT_RECORDS = `
+/**
+ * An INSERT of the records given as a JSON array of rows in ?1, with `has_children` computed,
+ * ended by `onConflict` (the upsert below; placeholders, src/ingest/placeholder-records.ts).
+ *
+ * Each record is a JSON array of its ~46 column values. `json_each` renders an element's text
+ * anew every time its `value` is read, so extracting the columns straight from it renders each
+ * ~1 KB row 46 times; the materialized CTE renders each row once and the extractions read that
+ * copy. Measured in workerd on the 1,100 records of one benchmark request: 61 ms -> 19 ms.
+ * `+child.run_id`: the run check must not lure the planner onto a run index (a scan of the run
+ * per row); the parent index finds the few children, the run is checked on them.
+ */
+export function insertRecordsSql(onConflict: string): string {
+  return `
 WITH incoming AS MATERIALIZED (SELECT value AS record FROM json_each(?1))
 INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children)
 SELECT ${RECORD_COLUMNS.map((_, i) => column(i)).join(", ")},
        EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = record ->> 0 AND +child.run_id = record ->> 3)
 FROM incoming WHERE true
-ON CONFLICT (id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = excluded.${c}`).join(", ")},
-  has_children = max(records.has_children, excluded.has_children)`;
+${onConflict}`;
+}
+
+const UPSERT_RECORDS = insertRecordsSql(`ON CONFLICT (id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = excluded.${c}`).join(", ")},
+  has_children = max(records.has_children, excluded.has_children)`);
 
 const SIDE_TABLES = ["record_metadata", "record_tags", "record_metrics"] as const;
 
@@ -79,7 +92,7 @@ export interface WriteScope {
 /** The statements that write a batch, in dependency order (records before their side rows). */
 export function recordWriteStatements(db: D1Database, batch: RecordBatch, scope: WriteScope): D1PreparedStatement[] {
   const statements: D1PreparedStatement[] = [];
-  for (const chunk of chunksBySize(batch.records, (r) => RECORD_COLUMNS.map((c) => r[c]))) {
+  for (const chunk of chunksBySize(batch.records, recordTuple)) {
     statements.push(db.prepare(UPSERT_RECORDS).bind(chunk));
   }
   // Replace, not merge, the side rows of re-sent records.
@@ -97,6 +110,13 @@ export function recordWriteStatements(db: D1Database, batch: RecordBatch, scope:
   for (const chunk of chunksBySize(batch.metrics, (m) => [m.record_id, m.name, m.value, m.record_type, m.created_at])) {
     statements.push(db.prepare(INSERT_METRICS).bind(chunk, scope.runId));
   }
+  statements.push(...parentAndColumnStatements(db, batch, scope));
+  return statements;
+}
+
+/** What a batch's records imply beyond themselves: their parents have children, their columns hold values. */
+export function parentAndColumnStatements(db: D1Database, batch: RecordBatch, scope: WriteScope): D1PreparedStatement[] {
+  const statements: D1PreparedStatement[] = [];
   if (batch.parentIds.length > 0) {
     // A parent is only ever in the child's own run: an id named from another run marks nothing.
     statements.push(db.prepare(MARK_PARENTS).bind(JSON.stringify(batch.parentIds), scope.runId));
