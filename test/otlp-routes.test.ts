@@ -53,7 +53,8 @@ describe("authentication", () => {
 
   it("accepts an API key as a bearer credential, and every scheme of the API", async () => {
     const project = `auth-${randomHex(4)}`;
-    for (const headers of [bearer(tenant), { "Service-API-Key": tenant.apiKey }, { "Alt-AO-API-Key": tenant.apiKey }, { Authorization: `Basic ${btoa(`${tenant.email}:${tenant.password}`)}` }]) {
+    const schemes: Record<string, string>[] = [bearer(tenant), { "Service-API-Key": tenant.apiKey }, { "Alt-AO-API-Key": tenant.apiKey }, { Authorization: `Basic ${btoa(`${tenant.email}:${tenant.password}`)}` }];
+    for (const headers of schemes) {
       const response = await postOtlp(body(), { headers: { ...headers, project } });
       expect(response.status).toBe(200);
     }

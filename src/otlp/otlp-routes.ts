@@ -81,6 +81,34 @@ export function otlpRoutes() {
   const router = createRouter();
   router.onError(onOtlpError);
   // Per path, not "*": mounted at the root, a "*" middleware would run for every route of the app.
-  for (const path of OTLP_PATHS) router.post(path, authenticate, exportTraces);
+  for (const path of OTLP_PATHS) {
+    router.post(path, authenticate, exportTraces);
+    router.openAPIRegistry.registerPath({
+      method: "post",
+      path,
+      tags: ["OpenTelemetry"],
+      summary: "Export traces (OTLP/HTTP)",
+      description:
+        "An OTLP ExportTraceServiceRequest, protobuf or OTLP/JSON, optionally gzip-compressed. Headers `project` (name or id, default `default`), `logstream` (name, default `default`) or `experimentid`. Answers an ExportTraceServiceResponse in the request's encoding; failures are google.rpc.Status bodies. Mapping and rules: docs/otlp.md.",
+      request: {
+        body: {
+          content: {
+            "application/x-protobuf": { schema: { type: "string", format: "binary" } },
+            "application/json": { schema: { type: "object", description: "OTLP/JSON ExportTraceServiceRequest" } },
+          },
+          required: true,
+        },
+      },
+      responses: {
+        200: { description: "ExportTraceServiceResponse (with partial_success when spans were rejected)" },
+        400: { description: "Undecodable body or bad headers (google.rpc.Status)" },
+        401: { description: "Missing or invalid credentials" },
+        404: { description: "Project or experiment id not found" },
+        413: { description: "Body over 10 MiB inflated, or over 10,000 spans" },
+        415: { description: "Unsupported Content-Type or Content-Encoding" },
+        503: { description: "Storage unavailable: retry after Retry-After seconds" },
+      },
+    });
+  }
   return router;
 }
