@@ -86,11 +86,11 @@ describe("GenAI semantic conventions (protobuf, recorded)", async () => {
     expect(trace.session).toEqual({ id: await sessionUuid(RUN, "conversation-fixture"), name: "conversation-fixture" });
     expect(trace.full!.session_id).toBe(trace.session!.id);
     const root = trace.full!.spans![0]!;
-    expect(root.user_metadata).toMatchObject({ customer: "acme", "user.id": "user-fixture", "gen_ai.agent.name": "travel-planner", "service.name": "fixture-app" });
+    expect(root.user_metadata).toMatchObject({ customer: "acme", "user.id": "user-fixture", "gen_ai.agent.name": "travel-planner" });
     expect(root.user_metadata).not.toHaveProperty("gen_ai.conversation.id");
-    // The trace carries every resource attribute; spans only service.name.
+    // The trace carries every resource attribute; spans only their own attributes.
     expect(trace.full!.user_metadata).toMatchObject({ "deployment.environment.name": "test", "service.name": "fixture-app", customer: "acme" });
-    expect(root.user_metadata).not.toHaveProperty("deployment.environment.name");
+    expect(root.user_metadata).not.toHaveProperty("service.name");
   });
 
   it("maps chat spans: model, temperature, messages with tool calls, finish reason, tools and token counts", () => {

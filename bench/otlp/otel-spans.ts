@@ -82,8 +82,6 @@ function attributesOf(span: IngestSpan): Record<string, Attribute | undefined> {
         "openinference.span.kind": "GUARDRAIL",
         "input.value": text(span.input),
         "output.value": text(span.output),
-        "guardrail.evaluator": span.evaluator_name ?? undefined,
-        "guardrail.check_stage": span.check_stage ?? undefined,
       };
     default:
       return {

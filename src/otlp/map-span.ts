@@ -17,9 +17,6 @@ import { KIND_ATTRIBUTES, spanKindOf } from "./span-kind";
 const MAX_NAME_BYTES = 4096;
 const MAX_ERROR_BYTES = 16 * 1024;
 
-/** Resource attributes copied onto every span (the trace record gets all of them). */
-export const SPAN_RESOURCE_KEYS = ["service.name"];
-
 export interface SpanIds {
   id: string;
   traceId: string;
@@ -172,7 +169,7 @@ const CONTENT: Record<SpanKind, (attrs: SpanAttributes) => Content> = {
 
 const storedText = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value ?? null));
 
-export function mapSpan(span: Span, ids: SpanIds, attributes: Map<string, Plain>, resource: Map<string, Plain>): MappedSpan {
+export function mapSpan(span: Span, ids: SpanIds, attributes: Map<string, Plain>): MappedSpan {
   const attrs = new SpanAttributes(attributes);
   const kind = spanKindOf(attributes);
   for (const key of KIND_ATTRIBUTES) attrs.take(key);
@@ -189,12 +186,9 @@ export function mapSpan(span: Span, ids: SpanIds, attributes: Map<string, Plain>
   const userId = attrs.take("user.id");
   if (userId !== undefined && userId !== null) metadataEntries.push(["user.id", valueText(userId)]);
   for (const [key, value] of attrs.remaining()) if (value !== null) metadataEntries.push([key, valueText(value)]);
-  const resourceEntries: [string, string][] = [];
-  for (const key of SPAN_RESOURCE_KEYS) {
-    const value = resource.get(key);
-    if (value !== undefined && value !== null && !attributes.has(key)) resourceEntries.push([key, valueText(value)]);
-  }
-  const metadata = fitMetadata([...metadataEntries, ...resourceEntries]);
+  // Resource attributes describe the process, the same for every span: they go to the trace
+  // record only (src/otlp/plan-export.ts), not into an indexed row per span.
+  const metadata = fitMetadata(metadataEntries);
   if (tagged.dropped > 0) metadata[DROP_MARKERS.droppedTags] = String(tagged.dropped);
 
   let input = content.input;
@@ -223,7 +217,6 @@ export function mapSpan(span: Span, ids: SpanIds, attributes: Map<string, Plain>
     ...(input !== undefined ? { input } : {}),
     ...(output !== undefined ? { output } : {}),
     ...outcomeOf(span),
-    external_id: ids.spanHex,
     user_metadata: metadata,
     tags: tagged.tags,
     metrics,

@@ -219,7 +219,7 @@ export async function planExport(request: ExportTraceServiceRequest, runId: stri
   // One record per span id: a span sent twice in one request is stored once (the last copy).
   const mapped = new Map<string, { span: MappedSpan; resource: Map<string, Plain> }>();
   for (const [i, r] of raw.entries()) {
-    const span = mapSpan(r.span, ids[i]!, attributeMap(r.span.attributes), r.resource);
+    const span = mapSpan(r.span, ids[i]!, attributeMap(r.span.attributes));
     mapped.delete(span.id);
     mapped.set(span.id, { span, resource: r.resource });
   }
