@@ -270,3 +270,33 @@ describe("answers", () => {
     expect(statuses.has(200) || statuses.has(400)).toBe(true);
   });
 });
+
+describe("storage failures", () => {
+  /** The real database, except that every batch fails the way D1 fails when it is overloaded or unreachable. */
+  function failingBatches(message: string): D1Database {
+    const db = env.DB;
+    return new Proxy(db, {
+      get(target, key) {
+        if (key === "batch") return async () => Promise.reject(new Error(message));
+        const value = Reflect.get(target, key);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
+
+  it("answers 503 with Retry-After when D1 is overloaded or unreachable, so exporters retry", async () => {
+    const { createApp } = await import("../src/app");
+    const app = createApp();
+    for (const message of ["D1_ERROR: Network connection lost.", "D1 DB is overloaded. Too many requests queued."]) {
+      const request = new Request("http://trace-store.test/otel/v1/traces", {
+        method: "POST",
+        headers: { "content-type": "application/x-protobuf", ...bearer(tenant), project: `unavailable-${randomHex(4)}` },
+        body: protobufBody(exportRequest([otlpSpan({ trace: randomHex(16), span: randomHex(8) })])),
+      });
+      const response = await app.fetch(request, { ...env, DB: failingBatches(message) }, { waitUntil: () => undefined, passThroughOnException: () => undefined } as unknown as ExecutionContext);
+      expect(response.status).toBe(503);
+      expect(response.headers.get("retry-after")).toBe("5");
+      expect(fromBinary(StatusSchema, new Uint8Array(await response.arrayBuffer())).code).toBe(14);
+    }
+  });
+});
