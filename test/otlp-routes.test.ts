@@ -237,6 +237,21 @@ describe("answers", () => {
     expect((await postOtlp(new Uint8Array(OTLP_LIMITS.maxBodyBytes + 1), { headers: headers() })).status).toBe(413);
   });
 
+  it("stores the most spans a request may carry in one go, children without their roots included; one more is a 413", async () => {
+    const spans = Array.from({ length: OTLP_LIMITS.maxSpansPerRequest }, (_, i) =>
+      otlpSpan({ trace: randomHex(16), span: randomHex(8), parent: randomHex(8), attributes: { "session.id": `s-${i % 50}`, "gen_ai.operation.name": "chat" } }),
+    );
+    const project = `many-${randomHex(4)}`;
+    const response = await postOtlp(protobufBody(exportRequest(spans)), { headers: { ...bearer(tenant), project } });
+    expect(response.status).toBe(200);
+    expect(decodeResponse(await response.arrayBuffer()).partialSuccess).toBeUndefined();
+    const projectId = (await projectNamed(tenant, project))!.id;
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND record_type = 'span'").bind(projectId).first<{ n: number }>();
+    expect(row!.n).toBe(OTLP_LIMITS.maxSpansPerRequest);
+    spans.push(otlpSpan({ trace: randomHex(16), span: randomHex(8) }));
+    expect((await postOtlp(protobufBody(exportRequest(spans)), { headers: { ...bearer(tenant), project } })).status).toBe(413);
+  });
+
   it("never answers 5xx to fuzzed protobuf or JSON bodies", async () => {
     const validSpan = protobufBody(exportRequest([otlpSpan({ trace: randomHex(16), span: randomHex(8) })]));
     const statuses = new Set<number>();
