@@ -35,8 +35,34 @@ export interface WriteOutcome {
   rejections: string[];
 }
 
-function statementsFor(d1: D1Database, traces: TracePlan[], ctx: IngestContext): D1PreparedStatement[] {
+/** One trace's rows: built apart from the others, so that a trace whose rows cannot be built costs only its own spans. */
+interface TraceRows {
+  trace: TracePlan;
+  placeholder: RecordBatch | null;
+  records: RecordBatch[];
+  detachedIds: string[];
+}
+
+function rowsOf(trace: TracePlan, ctx: IngestContext): TraceRows {
+  const placeholder = trace.placeholder ? traceRows([trace.placeholder], { ...ctx, isComplete: false }) : null;
+  if (placeholder) {
+    // A trace known only through spans has children (its spans are in this very batch), though
+    // what they hang from, its root span, is still to come: it is listed as having children.
+    placeholder.parentIds.push(trace.traceId);
+    placeholder.presentColumns.push(["trace", "has_children"]);
+  }
+  const detached = trace.detached.map((group) => spanRows(group.spans, { traceId: trace.traceId, parentId: group.parentId }, { ...ctx, isComplete: false }));
+  return {
+    trace,
+    placeholder,
+    records: [...(trace.full ? [traceRows([trace.full], { ...ctx, isComplete: true })] : []), ...detached],
+    detachedIds: detached.flatMap((b) => b.records.map((r) => r.id)),
+  };
+}
+
+function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext): D1PreparedStatement[] {
   const scope = { organizationId: ctx.organizationId, runId: ctx.runId };
+  const traces = rows.map((r) => r.trace);
   const sessions = new Map(traces.flatMap((t) => (t.session ? [[t.session.id, t.session] as const] : [])));
   const placeholders = mergeBatches([
     ...[...sessions.values()].map((s) => {
@@ -44,21 +70,10 @@ function statementsFor(d1: D1Database, traces: TracePlan[], ctx: IngestContext):
       const createdAt = Math.min(...traces.filter((t) => t.session?.id === s.id).map((t) => createdMicros(t) ?? ctx.nowMicros));
       return sessionRows({ id: s.id, name: s.name, external_id: s.name, created_at: microsToIso(createdAt) }, ctx);
     }),
-    traceRows(traces.flatMap((t) => (t.placeholder ? [t.placeholder] : [])), { ...ctx, isComplete: false }),
+    ...rows.flatMap((r) => (r.placeholder ? [r.placeholder] : [])),
   ]);
-  // A trace known only through spans has children (its spans are in this very batch), though
-  // what they hang from, its root span, is still to come: it is listed as having children.
-  const waiting = traces.filter((t) => t.placeholder).map((t) => t.traceId);
-  if (waiting.length > 0) {
-    placeholders.parentIds.push(...waiting);
-    placeholders.presentColumns.push(["trace", "has_children"]);
-  }
-  const full = traceRows(traces.flatMap((t) => (t.full ? [t.full] : [])), { ...ctx, isComplete: true });
-  const detached: RecordBatch[] = traces.flatMap((t) =>
-    t.detached.map((group) => spanRows(group.spans, { traceId: t.traceId, parentId: group.parentId }, { ...ctx, isComplete: false })),
-  );
-  const records = mergeBatches([full, ...detached]);
-  const detachedIds = detached.flatMap((b) => b.records.map((r) => r.id));
+  const records = mergeBatches(rows.flatMap((r) => r.records));
+  const detachedIds = rows.flatMap((r) => r.detachedIds);
   return [
     ...placeholderRecordStatements(d1, placeholders, scope),
     ...linkStoredSpansStatements(d1, records, ctx.runId),
@@ -82,6 +97,8 @@ function traceFault(error: unknown): string | undefined {
   return undefined;
 }
 
+const spansOf = (n: number) => `${n} span${n === 1 ? "" : "s"}`;
+
 export async function writeExport(
   d1: D1Database,
   principal: Principal,
@@ -97,29 +114,43 @@ export async function writeExport(
     isComplete: null,
     nowMicros,
   };
-  const total = traces.reduce((sum, t) => sum + t.spanCount, 0);
-  if (traces.length === 0) return { written: 0, rejected: 0, rejections: [] };
+  const outcome: WriteOutcome = { written: 0, rejected: 0, rejections: [] };
+  const reject = (trace: TracePlan, why: string) => {
+    outcome.rejected += trace.spanCount;
+    outcome.rejections.push(`${spansOf(trace.spanCount)} of trace ${trace.traceHex}: ${why}`);
+  };
+  const rows: TraceRows[] = [];
+  for (const trace of traces) {
+    try {
+      rows.push(rowsOf(trace, ctx));
+    } catch (error) {
+      // The row builders refuse what no record may hold (the mapping keeps within the caps, so
+      // this is a last line of defence): that trace's spans are rejected, the others kept.
+      reject(trace, `its records cannot be stored (${error instanceof Error ? error.message : String(error)})`.slice(0, 500));
+    }
+  }
+  if (rows.length === 0) return outcome;
   try {
-    await d1.batch(statementsFor(d1, traces, ctx));
-    return { written: total, rejected: 0, rejections: [] };
+    await d1.batch(statementsFor(d1, rows, ctx));
+    outcome.written = rows.reduce((sum, r) => sum + r.trace.spanCount, 0);
+    return outcome;
   } catch (error) {
-    if (traceFault(error) === undefined || traces.length === 1) {
-      const fault = traceFault(error);
-      if (fault === undefined) throw error;
-      return { written: 0, rejected: total, rejections: [`${total} span${total === 1 ? "" : "s"} of trace ${traces[0]!.traceHex}: ${fault}`] };
+    const fault = traceFault(error);
+    if (fault === undefined) throw error;
+    if (rows.length === 1) {
+      reject(rows[0]!.trace, fault);
+      return outcome;
     }
   }
   // One trace's data failed the request: write trace by trace to keep the others.
-  const outcome: WriteOutcome = { written: 0, rejected: 0, rejections: [] };
-  for (const trace of traces) {
+  for (const row of rows) {
     try {
-      await d1.batch(statementsFor(d1, [trace], ctx));
-      outcome.written += trace.spanCount;
+      await d1.batch(statementsFor(d1, [row], ctx));
+      outcome.written += row.trace.spanCount;
     } catch (error) {
       const fault = traceFault(error);
       if (fault === undefined) throw error;
-      outcome.rejected += trace.spanCount;
-      outcome.rejections.push(`${trace.spanCount} span${trace.spanCount === 1 ? "" : "s"} of trace ${trace.traceHex}: ${fault}`);
+      reject(row.trace, fault);
     }
   }
   return outcome;
