@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { StatusSchema } from "../src/otlp/generated/google/rpc/status_pb";
 import { ExportTraceServiceResponseSchema } from "../src/otlp/generated/opentelemetry/proto/collector/trace/v1/trace_service_pb";
-import { hexToUuid, spanUuid } from "../src/otlp/otel-ids";
+import { bytesToHex as bytesHex, hexToUuid, spanUuid } from "../src/otlp/otel-ids";
 import { OTLP_LIMITS } from "../src/otlp/otlp-limits";
 import { call } from "./support/client";
 import { exportRequest, gzip, jsonBody, otlpSpan, postOtlp, protobufBody, randomHex } from "./support/otlp-requests";
@@ -136,7 +136,8 @@ describe("order of arrival and retries", () => {
     const runId = (await logStreamOf(tenant, projectId, "s"))!.id;
     let traces = await search(tenant, projectId, runId, "traces");
     expect(traces).toHaveLength(1);
-    expect(traces[0]).toMatchObject({ id: hexToUuid(traceHex), name: "", is_complete: false, has_children: true });
+    // The trace's spans hang from its root span, still to come: no child of the trace itself yet.
+    expect(traces[0]).toMatchObject({ id: hexToUuid(traceHex), name: "", is_complete: false, has_children: false, created_at: "2026-11-02T10:00:00.020000Z" });
     let spansFound = await search(tenant, projectId, runId, "spans");
     expect(spansFound.map((s) => s.name).sort()).toEqual(["chat", "tool"]);
     expect(spansFound.every((s) => s.trace_id === hexToUuid(traceHex) && s.is_complete === false)).toBe(true);
@@ -204,18 +205,32 @@ describe("answers", () => {
     expect(body.partialSuccess.errorMessage).toMatch(/invalid span_id/);
   });
 
-  it("rejects the spans of a trace whose id another organization already uses, and keeps the rest", async () => {
+  it("keeps organizations apart when they send the same trace id, and rejects a trace id used by another log stream of the project", async () => {
     const traceHex = randomHex(16);
-    expect((await postOtlp(protobufBody(exportRequest([otlpSpan({ trace: traceHex, span: randomHex(8) })])), { headers: bearer(other) })).status).toBe(200);
-    const mine = otlpSpan({ trace: randomHex(16), span: randomHex(8) });
-    const clash = otlpSpan({ trace: traceHex, span: randomHex(8), parent: randomHex(8) });
-    const response = await postOtlp(protobufBody(exportRequest([mine, clash])), { headers: headers() });
+    const spanHex = randomHex(8);
+    const theirs = otlpSpan({ trace: traceHex, span: spanHex, name: "theirs", attributes: { "input.value": "their secret" } });
+    expect((await postOtlp(protobufBody(exportRequest([theirs])), { headers: { ...bearer(other), project: "shared-name" } })).status).toBe(200);
+    const mine = otlpSpan({ trace: traceHex, span: spanHex, name: "mine" });
+    expect((await postOtlp(protobufBody(exportRequest([mine])), { headers: { ...bearer(tenant), project: "shared-name" } })).status).toBe(200);
+    const rows = await env.DB.prepare("SELECT organization_id, name FROM records WHERE id = ? ORDER BY name").bind(await spanUuid(traceHex, spanHex)).all<{ organization_id: string; name: string }>();
+    expect(rows.results).toEqual([
+      { organization_id: tenant.organizationId, name: "mine" },
+      { organization_id: other.organizationId, name: "theirs" },
+    ]);
+
+    const project = `clash-${randomHex(4)}`;
+    const clashHex = randomHex(16);
+    expect((await postOtlp(protobufBody(exportRequest([otlpSpan({ trace: clashHex, span: randomHex(8) })])), { headers: { ...bearer(tenant), project, logstream: "a" } })).status).toBe(200);
+    const kept = otlpSpan({ trace: randomHex(16), span: randomHex(8) });
+    const clash = otlpSpan({ trace: clashHex, span: randomHex(8), parent: randomHex(8) });
+    const response = await postOtlp(protobufBody(exportRequest([kept, clash])), { headers: { ...bearer(tenant), project, logstream: "b" } });
     expect(response.status).toBe(200);
     const decoded = decodeResponse(await response.arrayBuffer());
     expect(decoded.partialSuccess?.rejectedSpans).toBe(1n);
-    expect(decoded.partialSuccess?.errorMessage).toMatch(/already used/);
-    const row = await env.DB.prepare("SELECT organization_id FROM records WHERE id = ?").bind(hexToUuid(traceHex)).first<{ organization_id: string }>();
-    expect(row!.organization_id).toBe(other.organizationId);
+    expect(decoded.partialSuccess?.errorMessage).toMatch(/already used in another log stream/);
+    const projectId = (await projectNamed(tenant, project))!.id;
+    const streamB = (await logStreamOf(tenant, projectId, "b"))!.id;
+    expect((await search(tenant, projectId, streamB, "traces")).map((t) => t.id)).toEqual([hexToUuid(bytesHex(kept.traceId))]);
   });
 
   it("400 for bodies that are not export requests, 415 for other media types and encodings", async () => {

@@ -43,7 +43,7 @@ const SHAPES: Record<string, Shape> = {
   "user_metadata eq": {
     family: "trace",
     body: { filters: [leaf("text", "user_metadata.customer", "eq", "c17")] },
-    plan: [/SEARCH dd USING COVERING INDEX record_metadata_run_key_value_order \(run_id=\? AND record_type=\? AND key=\? AND value=\?\)/, /SEARCH r USING .*INDEX .*\(.*id=\?\)/],
+    plan: [/SEARCH dd USING COVERING INDEX record_metadata_run_key_value_order \(run_id=\? AND record_type=\? AND key=\? AND value=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
   },
   "user_metadata eq and a date range": {
     family: "trace",
@@ -53,7 +53,7 @@ const SHAPES: Record<string, Shape> = {
   "tag contains": {
     family: "trace",
     body: { filters: [leaf("collection", "tags", "contains", "tag-7")] },
-    plan: [/SEARCH dt USING COVERING INDEX record_tags_run_tag_order \(run_id=\? AND record_type=\? AND tag=\?\)/, /SEARCH r USING .*INDEX .*\(.*id=\?\)/],
+    plan: [/SEARCH dt USING COVERING INDEX record_tags_run_tag_order \(run_id=\? AND record_type=\? AND tag=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
   },
   "metric gt, sorted by it": {
     family: "span",
@@ -128,9 +128,9 @@ beforeAll(async () => {
          CASE WHEN i % 11 <> 0 AND (i * 7) % 6 >= 3 THEN 'model-' || (i % 8) END
        FROM n`,
     ).bind(traces, ORG, PROJECT, RUN, OTHER_RUN, T0),
-    env.DB.prepare("INSERT INTO record_metadata SELECT id, 'customer', 'c' || (rowid * 13 % 100), organization_id, run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND organization_id = ?").bind(ORG),
-    env.DB.prepare("INSERT INTO record_tags SELECT id, 'tag-' || (rowid * 17 % 20), run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND rowid % 3 <> 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
-    env.DB.prepare("INSERT INTO record_metrics SELECT id, 'toxicity', (rowid * 37 % 1000) / 1000.0, run_id, record_type, created_at FROM records WHERE type IN ('llm', 'trace') AND rowid % 2 = 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
+    env.DB.prepare("INSERT INTO record_metadata SELECT rid, id, 'customer', 'c' || (rid * 13 % 100), organization_id, run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND organization_id = ?").bind(ORG),
+    env.DB.prepare("INSERT INTO record_tags SELECT rid, id, 'tag-' || (rid * 17 % 20), run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND rid % 3 <> 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
+    env.DB.prepare("INSERT INTO record_metrics SELECT rid, id, 'toxicity', (rid * 37 % 1000) / 1000.0, run_id, record_type, created_at FROM records WHERE type IN ('llm', 'trace') AND rid % 2 = 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
   ]);
 });
 

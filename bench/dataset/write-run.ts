@@ -25,8 +25,11 @@ import { type RunPlan, sessionInput, traceInput } from "./synthetic-traces";
 /** Traces per ingest request, as an SDK flush of a busy application would send them. */
 export const TRACES_PER_REQUEST = 100;
 
-/** Indexes the write statements read (conflict target, `has_children` lookup, side-row deletes). */
-const INDEXES_USED_BY_WRITES = new Set(["records_parent"]);
+/**
+ * Indexes the write statements read: the upsert's conflict target (which must exist: it is
+ * UNIQUE) and the `has_children` lookup. (Side-row deletes use the side tables' primary keys.)
+ */
+const INDEXES_USED_BY_WRITES = new Set(["records_project_record_id", "records_parent"]);
 
 export interface RunScope {
   organizationId: string;
@@ -40,7 +43,6 @@ export function ingestStatements(batch: RecordBatch, scope: RunScope): SqlStatem
   return recordWriteStatements(capture as unknown as D1Database, batch, scope) as unknown as SqlStatement[];
 }
 
-/** Several builders' batches as one (one request's worth of statements). */
 export function ingestContext(scope: RunScope, sessionId: string | null = null): IngestContext {
   // Every generated record carries its own created_at, so the clock is never read.
   return { ...scope, sessionId, isComplete: null, nowMicros: 0 };

@@ -15,7 +15,7 @@ import { authenticate } from "../auth/authenticate";
 import { nowMicros } from "../db/client";
 import type { AppEnv } from "../http/app-env";
 import { createRouter } from "../http/create-router";
-import { ApiError } from "../http/errors";
+import { ApiError, RequestValidationError } from "../http/errors";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
 import { exportResponse, statusResponse } from "./export-response";
 import { OtlpError, type OtlpStatus } from "./otlp-errors";
@@ -47,6 +47,9 @@ function isStorageUnavailable(error: unknown): boolean {
 const onOtlpError: ErrorHandler<AppEnv> = (error, c) => {
   const encoding = answerEncoding(c);
   if (error instanceof OtlpError) return statusResponse(encoding, error.status, error.message, error.headers);
+  // The row builders' refusals (the mapping keeps within the caps, so this is a last line of
+  // defence): the client's data, not our failure.
+  if (error instanceof RequestValidationError) return statusResponse(encoding, 400, error.items.map((item) => item.msg).join("; ").slice(0, 1000));
   if (error instanceof ApiError) {
     const status = (error.status === 409 ? 400 : error.status) as OtlpStatus;
     return statusResponse(encoding, status, error.detail, error.headers);

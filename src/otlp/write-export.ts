@@ -20,12 +20,12 @@
 import { microsToIso } from "../db/client";
 import type { Principal } from "../http/app-env";
 import { mergeBatches } from "../ingest/merge-batches";
-import { placeholderRecordStatements } from "../ingest/placeholder-records";
+import { earlierStartStatements, placeholderRecordStatements } from "../ingest/placeholder-records";
 import { type IngestContext, type RecordBatch, sessionRows, spanRows, traceRows } from "../ingest/record-rows";
 import { linkStoredSpansStatements, linkToStoredTraceStatements } from "../ingest/streaming-links";
 import { heldPatchStatements } from "../ingest/streaming-patches";
 import { isoToMicros } from "../ingest/timestamps";
-import { recordWriteStatements } from "../ingest/write-records";
+import { recordWriteStatements, runWriteBatch } from "../ingest/write-records";
 import type { RunWithProject } from "../projects/run-access";
 import type { TracePlan } from "./plan-export";
 
@@ -44,24 +44,17 @@ interface TraceRows {
 }
 
 function rowsOf(trace: TracePlan, ctx: IngestContext): TraceRows {
-  const placeholder = trace.placeholder ? traceRows([trace.placeholder], { ...ctx, isComplete: false }) : null;
-  if (placeholder) {
-    // A trace known only through spans has children (its spans are in this very batch), though
-    // what they hang from, its root span, is still to come: it is listed as having children.
-    placeholder.parentIds.push(trace.traceId);
-    placeholder.presentColumns.push(["trace", "has_children"]);
-  }
   const detached = trace.detached.map((group) => spanRows(group.spans, { traceId: trace.traceId, parentId: group.parentId }, { ...ctx, isComplete: false }));
   return {
     trace,
-    placeholder,
+    placeholder: trace.placeholder ? traceRows([trace.placeholder], { ...ctx, isComplete: false }) : null,
     records: [...(trace.full ? [traceRows([trace.full], { ...ctx, isComplete: true })] : []), ...detached],
     detachedIds: detached.flatMap((b) => b.records.map((r) => r.id)),
   };
 }
 
 function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext): D1PreparedStatement[] {
-  const scope = { organizationId: ctx.organizationId, runId: ctx.runId };
+  const scope = { organizationId: ctx.organizationId, projectId: ctx.projectId, runId: ctx.runId };
   const traces = rows.map((r) => r.trace);
   const sessions = new Map(traces.flatMap((t) => (t.session ? [[t.session.id, t.session] as const] : [])));
   const placeholders = mergeBatches([
@@ -74,11 +67,13 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext): D
   ]);
   const records = mergeBatches(rows.flatMap((r) => r.records));
   const detachedIds = rows.flatMap((r) => r.detachedIds);
+  const fullStarts = traces.flatMap((t) => (t.full ? [{ id: t.traceId, createdAt: createdMicros(t) ?? ctx.nowMicros }] : []));
   return [
     ...placeholderRecordStatements(d1, placeholders, scope),
-    ...linkStoredSpansStatements(d1, records, ctx.runId),
+    ...earlierStartStatements(d1, fullStarts, scope),
+    ...linkStoredSpansStatements(d1, records, scope),
     ...recordWriteStatements(d1, records, scope),
-    ...(detachedIds.length > 0 ? linkToStoredTraceStatements(d1, detachedIds, ctx.runId) : []),
+    ...(detachedIds.length > 0 ? linkToStoredTraceStatements(d1, detachedIds, scope) : []),
     ...heldPatchStatements(d1, records.records.map((r) => r.id), ctx.runId),
   ];
 }
@@ -92,7 +87,7 @@ function createdMicros(trace: TracePlan): number | undefined {
 /** Errors of one trace's own data (answered as rejected spans), as opposed to failures of the service. */
 function traceFault(error: unknown): string | undefined {
   const text = `${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`;
-  if (text.includes("record_ownership_conflict")) return "the trace id is already used in another project or log stream";
+  if (text.includes("record_ownership_conflict")) return "the trace id is already used in another log stream or experiment of the project";
   if (text.includes("SQLITE_TOOBIG") || text.includes("string or blob too big")) return "the trace's records are too large to store";
   return undefined;
 }
@@ -131,7 +126,7 @@ export async function writeExport(
   }
   if (rows.length === 0) return outcome;
   try {
-    await d1.batch(statementsFor(d1, rows, ctx));
+    await runWriteBatch(d1, statementsFor(d1, rows, ctx));
     outcome.written = rows.reduce((sum, r) => sum + r.trace.spanCount, 0);
     return outcome;
   } catch (error) {
@@ -145,7 +140,7 @@ export async function writeExport(
   // One trace's data failed the request: write trace by trace to keep the others.
   for (const row of rows) {
     try {
-      await d1.batch(statementsFor(d1, [row], ctx));
+      await runWriteBatch(d1, statementsFor(d1, [row], ctx));
       outcome.written += row.trace.spanCount;
     } catch (error) {
       const fault = traceFault(error);
