@@ -177,6 +177,25 @@ describe("order of arrival and retries", () => {
   });
 });
 
+describe("erasure", () => {
+  it("a span arriving after its trace was erased is not stored, nor is a placeholder for it", async () => {
+    const project = `erased-${randomHex(4)}`;
+    const headers = { ...bearer(tenant), project };
+    const traceHex = randomHex(16);
+    const rootHex = randomHex(8);
+    const marker = `gone-${randomHex(6)}`;
+    const root = otlpSpan({ trace: traceHex, span: rootHex, name: "root", attributes: { "metadata.erase_me": marker } });
+    expect((await postOtlp(protobufBody(exportRequest([root])), { headers })).status).toBe(200);
+    const deleted = await call("/v2/org-jobs/delete-by-metadata?immediate=true", { as: tenant, body: { metadata_key: "erase_me", metadata_value: marker } });
+    expect(deleted.status).toBe(200);
+    const late = otlpSpan({ trace: traceHex, span: randomHex(8), parent: rootHex, name: "late" });
+    expect((await postOtlp(protobufBody(exportRequest([late])), { headers })).status).toBe(200);
+    const projectId = (await projectNamed(tenant, project))!.id;
+    const row = await env.DB.prepare("SELECT count(*) AS n FROM records WHERE project_id = ?").bind(projectId).first<{ n: number }>();
+    expect(row!.n).toBe(0);
+  });
+});
+
 describe("answers", () => {
   const headers = () => ({ ...bearer(tenant), project: "answers" });
 
