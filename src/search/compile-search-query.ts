@@ -27,6 +27,7 @@ import { compileFilter, conjunctsOf, DATASET_ENTRY_TEXT, valueTest } from "./com
 import type { ColumnRef } from "./search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
 import { child, driverMetadata, driverMetrics, driverTags, from, guardRun, leafMetadata, leafMetrics, r, recordColumn } from "./search-tables";
+import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
 
@@ -236,10 +237,33 @@ function selectList(names: readonly string[]): SQL {
   return list;
 }
 
+/** Columns that may hold large text, whose bytes count against SEARCH_LIMITS.maxPageBytes. */
+const TEXT_COLUMNS = new Set([
+  "name", "input", "output", "redacted_input", "redacted_output", "external_id", "dataset_input", "dataset_output",
+  "dataset_metadata", "error_message", "progress_message", "user_metadata", "tags", "metrics", "metric_info",
+  "feedback_rating_info", "model", "finish_reason", "tools", "events", "tool_call_id", "agent_name", "evaluator_name",
+  "selector_path",
+]);
+
+/** Fields `truncate_fields` cuts to SEARCH_LIMITS.truncatedFieldLength characters (4 bytes each at most). */
+const TRUNCATED_COLUMNS = new Set(["input", "output", "redacted_input", "redacted_output"]);
+
+/** SQL: the bytes of the page row's selected text, as the answer will carry them (at most). */
+function rowBytes(names: readonly string[], query: SearchQuery): SQL {
+  const terms = names
+    .filter((name) => TEXT_COLUMNS.has(name))
+    .map((name) => {
+      const bytes = `coalesce(length(CAST("page"."${name}" AS BLOB)), 0)`;
+      return query.truncateFields && TRUNCATED_COLUMNS.has(name) ? `min(${bytes}, ${4 * SEARCH_LIMITS.truncatedFieldLength})` : bytes;
+    });
+  return sql.raw(terms.length === 0 ? "0" : terms.join(" + "));
+}
+
 export function compileSearchQuery(query: SearchQuery, scope: SearchScope): CompiledStatement {
   const pack = new SqlParamPack();
   const ascending = query.sort?.ascending ?? false;
-  const ctx: Context = { query, scope, pack, direction: ascending ? "ASC" : "DESC", columns: selectList(storageNeeded(query)) };
+  const names = storageNeeded(query);
+  const ctx: Context = { query, scope, pack, direction: ascending ? "ASC" : "DESC", columns: selectList(names) };
   const sortColumn = query.sort?.column;
   let prefix = sql``;
   let inner: SQL;
@@ -254,6 +278,11 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   }
   const dir = sql.raw(ctx.direction);
   // The page is re-sorted outside (at most limit + 1 rows): a subquery's order is not guaranteed.
-  const statement = sql`${prefix}SELECT "page".*${countColumns(ctx)} FROM (${inner}) AS "page" ORDER BY "page"."arm", "page"."sort_value" IS NULL, "page"."sort_value" ${dir}, "page"."id" ${dir}`;
+  const order = sql`"arm", "sort_value" IS NULL, "sort_value" ${dir}, "id" ${dir}`;
+  // The byte budget: each row knows the bytes of the rows before it in page order, and the page
+  // keeps the rows that start within SEARCH_LIMITS.maxPageBytes (the first one always). How
+  // many rows were read (`_rows_read`) tells the caller whether the budget cut the page.
+  const bytes = rowBytes(names, query);
+  const statement = sql`${prefix}SELECT * FROM (SELECT "page".*${countColumns(ctx)}, ${bytes} AS "_row_bytes", sum(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS "_bytes_through", count(*) OVER () AS "_rows_read" FROM (${inner}) AS "page") WHERE "_bytes_through" - "_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order}`;
   return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
 }
