@@ -284,7 +284,7 @@ describe("answers", () => {
     expect(row!.n).toBe(OTLP_LIMITS.maxSpansPerRequest);
     spans.push(otlpSpan({ trace: randomHex(16), span: randomHex(8) }));
     expect((await postOtlp(protobufBody(exportRequest(spans)), { headers: { ...bearer(tenant), project } })).status).toBe(413);
-  });
+  }, 60_000);
 
   it("never answers 5xx to fuzzed protobuf or JSON bodies", async () => {
     const validSpan = protobufBody(exportRequest([otlpSpan({ trace: randomHex(16), span: randomHex(8) })]));
