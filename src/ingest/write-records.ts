@@ -90,31 +90,21 @@ const MERGE: Partial<Record<(typeof RECORD_COLUMNS)[number], string>> = {
 
 const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id");
 
-/**
- * An INSERT of the records given as JSON rows in ?1 (`has_children` computed, tombstoned records
- * skipped), ended by `onConflict`: the upsert below, and placeholders written only when absent
- * (src/ingest/placeholder-records.ts).
- *
- * Each record is a JSON array of its ~46 column values. `json_each` renders an element's text
- * anew every time its `value` is read, so extracting the columns straight from it renders each
- * ~1 KB row 46 times; the materialized CTE renders each row once and the extractions read that
- * copy. Measured in workerd on the 1,100 records of one benchmark request: 61 ms -> 19 ms.
- * `+child.run_id`: the run check must not lure the planner onto a run index (a scan of the run
- * per row); the parent index finds the few children, the run is checked on them.
- */
-export function insertRecordsSql(onConflict: string): string {
-  return `
+// Each record is a JSON array of its ~46 column values. `json_each` renders an element's text
+// anew every time its `value` is read, so extracting the columns straight from it renders each
+// ~1 KB row 46 times; the materialized CTE renders each row once and the extractions read that
+// copy. Measured in workerd on the 1,100 records of one benchmark request: 61 ms -> 19 ms.
+// `+child.run_id`: the run check must not lure the planner onto a run index (a scan of the run
+// per row); the parent index finds the few children, the run is checked on them.
+const UPSERT_RECORDS = `
 WITH incoming AS MATERIALIZED (SELECT value AS record FROM json_each(?1))
 INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children)
 SELECT ${RECORD_COLUMNS.map(column).join(", ")},
        EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = ${column("id")} AND +child.run_id = ${column("run_id")})
 FROM incoming
 WHERE NOT ${TOMBSTONED(column("project_id"), [column("id"), column("trace_id"), column("session_id"), column("parent_id")])}
-${onConflict}`;
-}
-
-const UPSERT_RECORDS = insertRecordsSql(`ON CONFLICT (project_id, id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = ${MERGE[c] ?? mergeValue(c)}`).join(",\n  ")},
-  has_children = max(records.has_children, excluded.has_children)`);
+ON CONFLICT (project_id, id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = ${MERGE[c] ?? mergeValue(c)}`).join(",\n  ")},
+  has_children = max(records.has_children, excluded.has_children)`;
 
 /** The batch's records (ids in ?1) as stored, in project ?2: their side rows are rebuilt from them. */
 const REBUILD_SIDE_ROWS = rebuildSideRows({ from: "records AS r", where: "r.project_id = ?2 AND r.id IN (SELECT value FROM json_each(?1))" }, [
@@ -151,13 +141,6 @@ export function recordWriteStatements(db: D1Database, batch: RecordBatch, scope:
   for (const ids of jsonArraysBySize(batch.records.map((r) => JSON.stringify(r.id)))) {
     for (const sql of REBUILD_SIDE_ROWS) statements.push(db.prepare(sql).bind(ids, scope.projectId));
   }
-  statements.push(...parentAndColumnStatements(db, batch, scope));
-  return statements;
-}
-
-/** What a batch's records imply beyond themselves: their parents have children, their columns hold values. */
-export function parentAndColumnStatements(db: D1Database, batch: RecordBatch, scope: WriteScope): D1PreparedStatement[] {
-  const statements: D1PreparedStatement[] = [];
   if (batch.parentIds.length > 0) {
     statements.push(db.prepare(MARK_PARENTS).bind(JSON.stringify(batch.parentIds), scope.runId, scope.projectId));
   }

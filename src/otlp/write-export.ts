@@ -2,28 +2,30 @@
  * Writes an export plan (src/otlp/plan-export.ts) through the ingest module's primitives, in one
  * atomic D1 batch (one round trip), in this order:
  *
- * 1. placeholders (src/ingest/placeholder-records.ts): sessions named by spans, and traces whose
- *    root is not in the request, each only if not stored yet;
- * 2. spans already stored under the traces whose root arrives now take those traces' session and
- *    completeness (linkStoredSpansStatements);
- * 3. the records: full traces with the spans nested in them, and the spans whose parent is
- *    elsewhere (recordWriteStatements: upserts by id, so a retried request rewrites the same rows);
+ * 1. traces whose root arrives now start when their root started (earlierTraceStartStatements:
+ *    a placeholder written earlier took the start of the children that made it);
+ * 2. spans already stored under those traces take their session and completeness
+ *    (linkStoredSpansStatements);
+ * 3. the records (recordWriteStatements: merging upserts by id, so a retried request rewrites the
+ *    same rows and never erases what a later one filled in): placeholders (sessions named by
+ *    spans, traces whose root is not in the request), full traces with the spans nested in
+ *    them, and the spans whose parent is elsewhere;
  * 4. the spans written outside a full trace take their stored trace's session and completeness
  *    (linkToStoredTraceStatements), and updates held for any of the records apply
  *    (heldPatchStatements), as after every ingestion.
  *
  * D1 runs batches one at a time, so a search sees a request's records all or not at all, and
- * every span it sees has its trace. A trace whose records belong to another run (an id already
- * used there) fails the batch: the plan is then written trace by trace, and the traces that
- * still fail are reported as rejected spans instead of failing the whole request.
+ * every span it sees has its trace. A trace whose records belong to another run of the project
+ * (an id already used there) fails the batch: the plan is then written trace by trace, and the
+ * traces that still fail are reported as rejected spans instead of failing the whole request.
  */
 import { microsToIso } from "../db/client";
 import type { Principal } from "../http/app-env";
 import { mergeBatches } from "../ingest/merge-batches";
-import { earlierStartStatements, placeholderRecordStatements } from "../ingest/placeholder-records";
 import { type IngestContext, type RecordBatch, sessionRows, spanRows, traceRows } from "../ingest/record-rows";
 import { linkStoredSpansStatements, linkToStoredTraceStatements } from "../ingest/streaming-links";
 import { heldPatchStatements } from "../ingest/streaming-patches";
+import { earlierTraceStartStatements } from "../ingest/trace-start";
 import { isoToMicros } from "../ingest/timestamps";
 import { recordWriteStatements, runWriteBatch } from "../ingest/write-records";
 import type { RunWithProject } from "../projects/run-access";
@@ -39,17 +41,16 @@ export interface WriteOutcome {
 interface TraceRows {
   trace: TracePlan;
   placeholder: RecordBatch | null;
-  records: RecordBatch[];
-  detachedIds: string[];
+  full: RecordBatch[];
+  detached: RecordBatch[];
 }
 
 function rowsOf(trace: TracePlan, ctx: IngestContext): TraceRows {
-  const detached = trace.detached.map((group) => spanRows(group.spans, { traceId: trace.traceId, parentId: group.parentId }, { ...ctx, isComplete: false }));
   return {
     trace,
     placeholder: trace.placeholder ? traceRows([trace.placeholder], { ...ctx, isComplete: false }) : null,
-    records: [...(trace.full ? [traceRows([trace.full], { ...ctx, isComplete: true })] : []), ...detached],
-    detachedIds: detached.flatMap((b) => b.records.map((r) => r.id)),
+    full: trace.full ? [traceRows([trace.full], { ...ctx, isComplete: true })] : [],
+    detached: trace.detached.map((group) => spanRows(group.spans, { traceId: trace.traceId, parentId: group.parentId }, { ...ctx, isComplete: false })),
   };
 }
 
@@ -57,6 +58,9 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext): D
   const scope = { organizationId: ctx.organizationId, projectId: ctx.projectId, runId: ctx.runId };
   const traces = rows.map((r) => r.trace);
   const sessions = new Map(traces.flatMap((t) => (t.session ? [[t.session.id, t.session] as const] : [])));
+  // Placeholders (sessions named by spans, traces without their root) go through the ordinary
+  // merging upsert: their empty fields never erase a stored value, so over a stored record they
+  // change nothing, and the full record merges into them when it comes.
   const placeholders = mergeBatches([
     ...[...sessions.values()].map((s) => {
       // A session starts with the earliest of its traces in this request.
@@ -65,14 +69,14 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext): D
     }),
     ...rows.flatMap((r) => (r.placeholder ? [r.placeholder] : [])),
   ]);
-  const records = mergeBatches(rows.flatMap((r) => r.records));
-  const detachedIds = rows.flatMap((r) => r.detachedIds);
+  const full = mergeBatches(rows.flatMap((r) => r.full));
+  const records = mergeBatches(rows.flatMap((r) => [...r.full, ...r.detached]));
+  const detachedIds = rows.flatMap((r) => r.detached.flatMap((b) => b.records.map((rec) => rec.id)));
   const fullStarts = traces.flatMap((t) => (t.full ? [{ id: t.traceId, createdAt: createdMicros(t) ?? ctx.nowMicros }] : []));
   return [
-    ...placeholderRecordStatements(d1, placeholders, scope),
-    ...earlierStartStatements(d1, fullStarts, scope),
-    ...linkStoredSpansStatements(d1, records, scope),
-    ...recordWriteStatements(d1, records, scope),
+    ...earlierTraceStartStatements(d1, fullStarts, scope),
+    ...linkStoredSpansStatements(d1, full, scope),
+    ...recordWriteStatements(d1, mergeBatches([placeholders, records]), scope),
     ...(detachedIds.length > 0 ? linkToStoredTraceStatements(d1, detachedIds, scope) : []),
     ...heldPatchStatements(d1, records.records.map((r) => r.id), ctx.runId),
   ];
