@@ -10,6 +10,7 @@ import { defineConfig } from "vitest/config";
  */
 export default defineConfig(async () => {
   const migrations = await readD1Migrations("migrations");
+  const shardMigrations = await readD1Migrations("migrations/shard");
   return {
     test: {
       projects: [
@@ -18,7 +19,7 @@ export default defineConfig(async () => {
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                bindings: { TEST_MIGRATIONS: migrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
+                bindings: { TEST_MIGRATIONS: migrations, TEST_SHARD_MIGRATIONS: shardMigrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
                 // An empty database for the migration tests (test/migrations.test.ts), which apply
                 // the migrations step by step with data in between.
                 d1Databases: { MIGRATION_TEST_DB: "migration-test-db" },

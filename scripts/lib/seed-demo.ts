@@ -11,7 +11,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { createApiKeyCommand, createOrganizationCommand, createUserCommand, findUserByEmail } from "./admin-commands";
-import { DEMO_LOG_STREAM, DEMO_PROJECT, demoLooseTraces, demoSessions } from "./demo-dataset";
+import { DEMO_LOG_STREAM, DEMO_PROBES_LOG_STREAM, DEMO_PROBES_PROJECT, DEMO_PROJECT, demoLooseTraces, demoSessions } from "./demo-dataset";
 import { type D1Target, REPO_ROOT } from "./wrangler";
 
 export const DEMO_EMAIL = "demo@example.com";
@@ -112,5 +112,10 @@ export async function seedDemo(baseUrl: string, target: D1Target, now = Date.now
     await api.post(`/v2/projects/${project.id}/traces`, { ...run, session_id: session.body.id, traces: session.traces });
   }
   await api.post(`/v2/projects/${project.id}/traces`, { ...run, traces: demoLooseTraces(now) });
+  // The second project, created after the first holds data: it goes to the other shard. (Ids are
+  // per project: the probe keeps the same ids in both.)
+  const probes = await api.post<{ id: string }>("/v2/projects", { name: DEMO_PROBES_PROJECT, type: "gen_ai" });
+  const nightly = await api.post<{ id: string }>(`/v2/projects/${probes.id}/log_streams`, { name: DEMO_PROBES_LOG_STREAM });
+  await api.post(`/v2/projects/${probes.id}/traces`, { log_stream_id: nightly.id, traces: demoLooseTraces(now) });
   return { ...principal, project_id: project.id, log_stream_id: logStream.id, seeded_at: new Date(now).toISOString() };
 }

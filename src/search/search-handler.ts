@@ -15,7 +15,7 @@ export function registerSearch(app: Router): void {
         const body = c.req.valid("json");
         // Validation (422) comes before the ownership check (404), as in FastAPI.
         const query = normalizeSearchRequest(body, family, mode);
-        const response = await runSearch(c.env.DB, c.get("principal"), project_id, runSelectorOf(body), query);
+        const response = await runSearch(c, project_id, runSelectorOf(body), query);
         return c.json(response, 200);
       });
     }
