@@ -235,6 +235,25 @@ describe("trace explorer", () => {
     await expect(admin.getByTestId("page-range").textContent()).resolves.toBe(`1–${expected.length} of ${expected.length}`);
     await shot(admin, "filter");
 
+    // A date condition set by a quick range: the rows are the API's for the tree in the URL.
+    await admin.goto(runPath("traces"));
+    await admin.getByTestId("filter-toggle").click();
+    await admin.getByRole("button", { name: "+ Condition" }).click();
+    const date = admin.getByTestId("filter-leaf").first();
+    await date.getByLabel("Column").selectOption("created_at");
+    await date.getByRole("button", { name: "Last day" }).click();
+    expect(await date.getByLabel("Operator").inputValue()).toBe("gte");
+    expect(await date.getByLabel("Date and time").inputValue()).not.toBe("");
+    await admin.getByTestId("apply-filter").click();
+    await expect.poll(() => new URL(admin.url()).searchParams.get("filter")).toContain("created_at");
+    const dateTree = JSON.parse(new URL(admin.url()).searchParams.get("filter")!);
+    expect(Date.now() - Date.parse(dateTree.and[0].value)).toBeLessThan(86_400_000 + 60_000);
+    await expect.poll(() => rowIds(admin)).toEqual(await searchIds("traces", { filter_tree: dateTree }));
+    // Back to the spans filter, by its link (the URL holds it).
+    await admin.goto(runPath("spans", `?filter=${encodeURIComponent(JSON.stringify(tree))}`));
+    await expect.poll(() => rowIds(admin)).toEqual(expected);
+    await admin.getByText("Filter tree JSON").click();
+
     // An edited tree the service refuses: its 422 is shown next to the leaf it names.
     const bad = { and: [tree.and[0], { type: "number", column_id: "name", operator: "gt", value: 3 }] };
     await admin.getByLabel("Filter tree JSON").fill(JSON.stringify(bad));
@@ -254,7 +273,13 @@ describe("trace explorer", () => {
       include_counts: true,
     })).body.records;
     await admin.goto(runPath("traces"));
-    await admin.locator(`tr[data-id="${trace.id}"]`).click();
+    // Keyboard: arrows move through the rows, Enter opens one.
+    await waitForRows(admin, 7);
+    const ids = await rowIds(admin);
+    expect(ids).toContain(trace.id);
+    await admin.locator("table.records tbody tr").first().focus();
+    for (let i = 0; i < ids.indexOf(trace.id); i++) await admin.keyboard.press("ArrowDown");
+    await admin.keyboard.press("Enter");
     const view = admin.getByTestId("trace-view");
     await view.getByRole("tree").waitFor();
     // The trace and every span, each with a bar on the shared time axis.
@@ -312,6 +337,29 @@ describe("trace explorer", () => {
     expect(turns[1]).toContain("send the item back");
     await shot(admin, "session");
     await admin.keyboard.press("Escape");
+  });
+
+  it("shows a 429 and a 403 as what they are, never a blank page", async () => {
+    const page = await newPage();
+    await page.goto("/");
+    await signInWithKey(page, server.demo.api_key);
+    await page.getByRole("link", { name: /demo/ }).waitFor();
+    // The service's answers are replaced here: neither can be provoked on demand.
+    await page.route("**/v2/projects", (route) =>
+      route.fulfill({ status: 429, headers: { "retry-after": "7", "content-type": "application/json" }, body: JSON.stringify({ detail: "Rate limit exceeded" }) }),
+    );
+    await page.reload();
+    const alert = page.getByRole("alert");
+    await expect(alert.textContent()).resolves.toContain("Too many requests (429)");
+    expect(await alert.textContent()).toContain("try again in 7 s");
+    expect(await alert.getAttribute("data-status")).toBe("429");
+    await page.unroute("**/v2/projects");
+    await page.route("**/v2/projects", (route) => route.fulfill({ status: 403, contentType: "application/json", body: JSON.stringify({ detail: "Not allowed" }) }));
+    await alert.getByRole("button", { name: "Try again" }).click();
+    await expect.poll(() => alert.getAttribute("data-status")).toBe("403");
+    expect(await alert.textContent()).toContain("Not allowed (403)");
+    // Still signed in: only a 401 ends the session.
+    expect(await page.evaluate(`sessionStorage.getItem("trace-store.token")`)).not.toBeNull();
   });
 
   it("does not offer erasing to a member", async () => {
