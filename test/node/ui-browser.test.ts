@@ -159,8 +159,10 @@ describe("trace explorer", () => {
     await admin.locator('th[data-column="metrics/cost"]').filter({ hasText: "Cost ($)" }).waitFor();
     expect(new URL(admin.url()).searchParams.get("cols")).toContain("metrics/cost");
     const costIndex = await admin.locator("thead th").evaluateAll((ths) => ths.findIndex((th) => th.getAttribute("data-column") === "metrics/cost"));
-    const costs = await admin.locator(`table.records tbody tr td:nth-child(${costIndex + 1})`).allTextContents();
-    expect(costs.filter((c) => c !== "—").length).toBeGreaterThan(0);
+    const costCells = admin.locator(`table.records tbody tr td:nth-child(${costIndex + 1})`);
+    // The header shows at once; the values come with the next search.
+    await expect.poll(async () => (await costCells.allTextContents()).filter((c) => c !== "—").length).toBeGreaterThan(0);
+    const costs = await costCells.allTextContents();
     for (const c of costs) expect(c).toMatch(/^(\$[0-9.e-]+|—)$/);
     await shot(admin, "traces-table");
   });
@@ -409,6 +411,9 @@ describe("trace explorer", () => {
       user_metadata: { customer: `c-${i % 13}` },
       metrics: { duration_ns: 1_000_000 * (i + 1), toxicity: (i % 10) / 10, cost: 0.0001 * i },
     }));
+    const longId = crypto.randomUUID();
+    const longInput = `${"A long prompt that goes on. ".repeat(120)}THE END`;
+    traces.push({ ...traces[0]!, id: longId, name: "long input", input: longInput } as (typeof traces)[number]);
     expect((await api("POST", `/v2/projects/${server.demo.project_id}/traces`, { log_stream_id: run.body.id, traces })).status).toBe(200);
 
     const page = await newPage();
@@ -432,6 +437,15 @@ describe("trace explorer", () => {
     // Wall-clock samples on a shared machine also hold other processes' time slices; the best of
     // seven is the page's own cost, and the target holds for it. The median is printed beside it.
     expect(best).toBeLessThan(100);
+
+    // Long text is cut, with a way to read all of it.
+    await page.goto(`/projects/${server.demo.project_id}/log_streams/${run.body.id}/traces?open=${longId}`);
+    const input = page.getByTestId("record-detail").locator("section").filter({ hasText: "Input" });
+    const showAll = input.getByRole("button", { name: `Show all (${longInput.length.toLocaleString("en-US")} characters)` });
+    await showAll.waitFor();
+    expect(await input.textContent()).not.toContain("THE END");
+    await showAll.click();
+    await expect(input.locator(".long-text").textContent()).resolves.toBe(longInput);
   });
 
   it("serves the API reference from its own assets: nothing is fetched from another host", async () => {

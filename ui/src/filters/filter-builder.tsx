@@ -141,6 +141,17 @@ function ValueEditor({ leaf, column, set }: { leaf: LeafNode; column: Column | u
   return <input aria-label="Value" value={typeof value === "string" ? value : JSON.stringify(value ?? "")} onChange={(e) => set({ value: e.currentTarget.value })} />;
 }
 
+function ErrorList({ errors }: { errors: readonly string[] | undefined }) {
+  if (!errors || errors.length === 0) return null;
+  return (
+    <ul class="leaf-errors" role="alert">
+      {errors.map((e) => (
+        <li key={e}>{e}</li>
+      ))}
+    </ul>
+  );
+}
+
 function LeafEditor({ leaf, ctx }: { leaf: LeafNode; ctx: BuilderContext }) {
   const isMetadata = leaf.column.startsWith(METADATA_PREFIX);
   const column = ctx.byId.get(leaf.column);
@@ -204,13 +215,7 @@ function LeafEditor({ leaf, ctx }: { leaf: LeafNode; ctx: BuilderContext }) {
       <button type="button" class="icon-button" aria-label="Remove condition" onClick={() => ctx.change(leaf.id, () => null)}>
         ×
       </button>
-      {errors ? (
-        <ul class="leaf-errors" role="alert">
-          {errors.map((e) => (
-            <li key={e}>{e}</li>
-          ))}
-        </ul>
-      ) : null}
+      <ErrorList errors={errors} />
     </div>
   );
 }
@@ -244,13 +249,7 @@ function GroupEditor({ group, ctx, root }: { group: GroupNode; ctx: BuilderConte
       {group.children.map((child) =>
         child.kind === "leaf" ? <LeafEditor key={child.id} leaf={child} ctx={ctx} /> : <GroupEditor key={child.id} group={child} ctx={ctx} root={false} />,
       )}
-      {errors ? (
-        <ul class="leaf-errors" role="alert">
-          {errors.map((e) => (
-            <li key={e}>{e}</li>
-          ))}
-        </ul>
-      ) : null}
+      <ErrorList errors={errors} />
       <div class="group-actions">
         <button type="button" class="button-small" disabled={!firstColumn} onClick={() => firstColumn && add(newLeaf(firstColumn.id, firstColumn.filter_type))}>
           + Condition
@@ -321,13 +320,7 @@ export function FilterBuilder({ columns, metadataKeys, value, errors, onApply }:
             <option key={k} value={k} />
           ))}
         </datalist>
-        {general.length > 0 ? (
-          <ul class="leaf-errors" role="alert">
-            {general.map((e) => (
-              <li key={e}>{e}</li>
-            ))}
-          </ul>
-        ) : null}
+        <ErrorList errors={general} />
         <div class="filter-actions">
           <button type="submit" class="button-primary" data-testid="apply-filter">
             Apply filter{dirty ? " •" : ""}

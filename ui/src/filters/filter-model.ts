@@ -5,6 +5,7 @@
  * so a 422's `loc` (which walks the tree that was sent) leads back to the leaf it names.
  */
 import type { ValidationItem } from "../api/client";
+import { OPERATORS_BY_TYPE } from "../../../src/search/filter-operators";
 import type { FilterJson, FilterLeafJson, FilterType } from "../api/types";
 
 export interface LeafNode {
@@ -27,15 +28,18 @@ export interface GroupNode {
 
 export type FilterNode = LeafNode | GroupNode;
 
-/** The operators each filter type allows (the service's contract, section 4). */
-export const OPERATORS: Record<FilterType, readonly string[]> = {
-  id: ["eq", "ne", "one_of", "not_in", "contains"],
-  date: ["gte", "lte", "gt", "lt", "eq", "ne"],
-  number: ["eq", "ne", "gt", "gte", "lt", "lte", "between"],
-  boolean: ["eq", "ne"],
-  collection: ["contains", "eq", "one_of", "not_in"],
-  text: ["eq", "ne", "contains", "one_of", "not_in"],
-};
+/**
+ * The operators each filter type allows: the service's own table (pure data, bundled into the
+ * page), so the builder never offers an operator the service would refuse.
+ */
+export const OPERATORS: Record<FilterType, readonly string[]> = OPERATORS_BY_TYPE;
+
+/** The operator a new condition starts with, where the first of the list is not the likely one. */
+const FIRST_OPERATOR: Partial<Record<FilterType, string>> = { date: "gte", collection: "contains" };
+
+export function firstOperator(type: FilterType): string {
+  return FIRST_OPERATOR[type] ?? OPERATORS[type][0]!;
+}
 
 export const OPERATOR_LABELS: Record<string, string> = {
   eq: "=",
@@ -61,7 +65,8 @@ export function emptyGroup(op: "and" | "or" = "and", negate = false): GroupNode 
 }
 
 export function newLeaf(column: string, type: FilterType): LeafNode {
-  return { kind: "leaf", id: newId(), column, type, operator: OPERATORS[type][0]!, value: defaultValue(type, OPERATORS[type][0]!), caseSensitive: true };
+  const operator = firstOperator(type);
+  return { kind: "leaf", id: newId(), column, type, operator, value: defaultValue(type, operator), caseSensitive: true };
 }
 
 export function defaultValue(type: FilterType, operator: string): unknown {
