@@ -266,7 +266,10 @@ export function FilterBuilder({ columns, metadataKeys, value, errors, onApply }:
   const filterable = useMemo(() => columns.filter((c) => c.filterable), [columns]);
   const byId = useMemo(() => new Map(columns.map((c) => [c.id, c])), [columns]);
   const typeOf = (column: string) => typeOfColumn(byId, column);
-  const applied = useMemo(() => fromFilterTree(value, typeOf), [value, byId]);
+  // Keyed by the tree's text: the URL is parsed anew on every navigation (paging, sorting), and
+  // that must not throw away conditions being edited.
+  const valueKey = JSON.stringify(value);
+  const applied = useMemo(() => fromFilterTree(value, typeOf), [valueKey, byId]);
   const [model, setModel] = useState<GroupNode>(applied);
   const [jsonText, setJsonText] = useState(() => JSON.stringify(value ?? null, null, 2));
   const [jsonError, setJsonError] = useState<string | null>(null);

@@ -77,6 +77,8 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
     if (!columns.data) return;
     let current = true;
     setLoading(true);
+    // A 422 belongs to the tree it was about: never show it against the next one.
+    setError(null);
     const offset = (table.page - 1) * table.size;
     // The columns shown, plus what opening a row and the metadata key suggestions need.
     const requested = [...new Set([...visible, "user_metadata", ...(family === "spans" ? ["trace_id"] : [])])];
