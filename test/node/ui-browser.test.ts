@@ -121,7 +121,7 @@ describe("trace explorer", () => {
     const page = await newPage();
     await page.goto("/");
     await signInWithKey(page, "tsk_not-a-real-key");
-    await expect(page.getByRole("alert").textContent()).resolves.toContain("Invalid API key");
+    await expect.poll(() => page.getByRole("alert").textContent()).toContain("Invalid API key");
 
     await signInWithKey(page, server.demo.api_key);
     await page.getByRole("link", { name: /demo/ }).waitFor();
@@ -143,7 +143,7 @@ describe("trace explorer", () => {
     await admin.getByRole("link", { name: /default/ }).click();
     await waitForRows(admin, 7);
     expect(await rowIds(admin)).toEqual(await searchIds("traces", {}));
-    await expect(admin.getByTestId("page-range").textContent()).resolves.toBe("1–7 of 7");
+    await expect.poll(() => admin.getByTestId("page-range").textContent()).toBe("1–7 of 7");
 
     // Metric columns carry their units; picking one adds it to the table and to the URL.
     const columns = await api<{ columns: { id: string; label: string; data_unit?: string }[] }>(
@@ -182,18 +182,18 @@ describe("trace explorer", () => {
     await admin.getByLabel("Rows per page").selectOption("25");
     await waitForRows(admin, 25);
     const total = (await searchIds("spans", { pagination: { limit: 1000 } })).length;
-    await expect(admin.getByTestId("page-range").textContent()).resolves.toBe(`1–25 of ${total}`);
+    await expect.poll(() => admin.getByTestId("page-range").textContent()).toBe(`1–25 of ${total}`);
     expect(await rowIds(admin)).toEqual(await searchIds("spans", { pagination: { limit: 25, starting_token: 0 } }));
 
     await admin.getByRole("button", { name: "Next →" }).click();
     await waitForRows(admin, total - 25);
     expect(new URL(admin.url()).searchParams.get("page")).toBe("2");
     expect(await rowIds(admin)).toEqual(await searchIds("spans", { pagination: { limit: 25, starting_token: 25 } }));
-    await expect(admin.getByTestId("page-range").textContent()).resolves.toBe(`26–${total} of ${total}`);
+    await expect.poll(() => admin.getByTestId("page-range").textContent()).toBe(`26–${total} of ${total}`);
 
     await admin.goBack();
     await waitForRows(admin, 25);
-    await expect(admin.getByTestId("page-range").textContent()).resolves.toBe(`1–25 of ${total}`);
+    await expect.poll(() => admin.getByTestId("page-range").textContent()).toBe(`1–25 of ${total}`);
   });
 
   it("filters with a NOT group and a metric comparison, showing what the API returns for the same tree", async () => {
@@ -234,7 +234,7 @@ describe("trace explorer", () => {
     const expected = await searchIds("spans", { filter_tree: tree });
     expect(expected.length).toBeGreaterThan(0);
     await expect.poll(() => rowIds(admin)).toEqual(expected);
-    await expect(admin.getByTestId("page-range").textContent()).resolves.toBe(`1–${expected.length} of ${expected.length}`);
+    await expect.poll(() => admin.getByTestId("page-range").textContent()).toBe(`1–${expected.length} of ${expected.length}`);
     await shot(admin, "filter");
 
     // A date condition set by a quick range: the rows are the API's for the tree in the URL.
@@ -319,7 +319,7 @@ describe("trace explorer", () => {
     await page.goto(runPath("traces", `?open=${trace.id}`));
     const view = page.getByTestId("trace-view");
     await view.getByRole("treeitem").filter({ hasText: "account_lookup" }).click();
-    await expect(view.getByTestId("record-error").textContent()).resolves.toContain("account-service timed out");
+    await expect.poll(() => view.getByTestId("record-error").textContent()).toContain("account-service timed out");
     expect(await page.evaluate(`matchMedia("(prefers-color-scheme: dark)").matches`)).toBe(true);
     await shot(page, "trace-dark");
   });
@@ -352,7 +352,7 @@ describe("trace explorer", () => {
     );
     await page.reload();
     const alert = page.getByRole("alert");
-    await expect(alert.textContent()).resolves.toContain("Too many requests (429)");
+    await expect.poll(() => alert.textContent()).toContain("Too many requests (429)");
     expect(await alert.textContent()).toContain("try again in 7 s");
     expect(await alert.getAttribute("data-status")).toBe("429");
     await page.unroute("**/v2/projects");
@@ -367,7 +367,7 @@ describe("trace explorer", () => {
   it("does not offer erasing to a member", async () => {
     const page = await newPage();
     await signInWithPassword(page, server.demo.member_email, server.demo.member_password!);
-    await expect(page.getByTestId("current-user").textContent()).resolves.toContain("(member)");
+    await expect.poll(() => page.getByTestId("current-user").textContent()).toContain("(member)");
     expect(await page.getByTestId("nav-erase").count()).toBe(0);
     await page.goto("/erase");
     await page.getByText("Only organization admins can erase data").waitFor();
@@ -386,7 +386,7 @@ describe("trace explorer", () => {
     await admin.getByRole("button", { name: "Dry run" }).click();
     const result = admin.getByTestId("dry-run-result");
     const summary = `${counts.sessions} session, ${counts.traces} traces and ${counts.spans} spans`;
-    await expect(result.textContent()).resolves.toContain(summary);
+    await expect.poll(() => result.textContent()).toContain(summary);
     // Nothing is gone after a dry run.
     expect(await searchIds("traces", { filters: [{ column_id: "user_metadata.customer", operator: "eq", value: "initech" }] })).toHaveLength(2);
     await shot(admin, "erase-confirm");
@@ -445,7 +445,7 @@ describe("trace explorer", () => {
     await showAll.waitFor();
     expect(await input.textContent()).not.toContain("THE END");
     await showAll.click();
-    await expect(input.locator(".long-text").textContent()).resolves.toBe(longInput);
+    await expect.poll(() => input.locator(".long-text").textContent()).toBe(longInput);
   });
 
   it("serves the API reference from its own assets: nothing is fetched from another host", async () => {
