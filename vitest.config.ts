@@ -26,7 +26,7 @@ export default defineConfig(async () => {
                 // wrangler.toml's deletion consumer with max_retries 1 instead of 8, so that the
                 // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
                 queueConsumers: {
-                  "trace-store-deletions": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
+                  "trace-store-deletions": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
                 },
               },
             }),

@@ -85,17 +85,21 @@ export function registerDeletion(app: Router): void {
     const what = `user_metadata[${JSON.stringify(metadata_key)}] = ${JSON.stringify(metadata_value)}`;
 
     if (dry_run) {
-      const counts = await countDeletionSet(c.env.DB, selector);
-      return c.json({ job_id: null, message: `Dry run: deleting ${what} would remove ${describeCounts(counts)}. Nothing was deleted.`, would_delete: counts }, 200);
+      const { counts, exact } = await countDeletionSet(c.env.DB, selector);
+      const amount = exact ? describeCounts(counts) : `at least ${describeCounts(counts)} (the count stopped there: more match)`;
+      return c.json(
+        { job_id: null, message: `Dry run: deleting ${what} would remove ${amount}. Nothing was deleted.`, would_delete: counts, would_delete_is_exact: exact },
+        200,
+      );
     }
     if (!(await anyMatch(c.env.DB, selector))) {
-      return c.json({ job_id: null, message: `No session or trace of the organization has ${what}: nothing to delete.` }, 200);
+      return c.json({ job_id: null, message: `No session, trace or span of the organization has ${what}: nothing to delete.` }, 200);
     }
     const submitter = { organizationId: principal.organizationId, userId: principal.userId };
     const request = { metadata_key, metadata_value, immediate };
     if (!immediate) {
       const jobId = await startQueuedDeletion(c.env, submitter, request);
-      return c.json({ job_id: jobId, message: `Deletion of every session and trace with ${what} is queued as job ${jobId}; follow it with GET /v2/org-jobs/${jobId}.` }, 200);
+      return c.json({ job_id: jobId, message: `Deletion of every session, trace and span with ${what} is queued as job ${jobId}; follow it with GET /v2/org-jobs/${jobId}.` }, 200);
     }
     const outcome = await deleteWithinRequest(c.env, submitter, request, waitUntilOf(c));
     if (outcome.finished) {

@@ -35,8 +35,9 @@ export function validationResponse(c: Context, items: ValidationErrorItem[]) {
 function clientFaultFromDatabase(error: unknown): ApiError | undefined {
   const text = `${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`;
   if (text.includes("record_ownership_conflict")) {
-    return new ApiError(409, "a record with this id already exists in another project or run");
+    return new ApiError(409, "a record with this id already exists in another run of this project, or as another kind of record (session, trace or span); nothing of this request was written");
   }
+
   if (text.includes("SQLITE_TOOBIG") || text.includes("string or blob too big")) {
     return new ApiError(413, "request too large: send fewer or smaller records per request");
   }
