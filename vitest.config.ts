@@ -23,6 +23,9 @@ export default defineConfig(async () => {
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 bindings: { TEST_MIGRATIONS: migrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
+                // An empty database for the migration tests (test/migrations.test.ts), which apply
+                // the migrations step by step with data in between.
+                d1Databases: { MIGRATION_TEST_DB: "migration-test-db" },
                 // wrangler.toml's deletion consumer with max_retries 1 instead of 8, so that the
                 // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
                 queueConsumers: {

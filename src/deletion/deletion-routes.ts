@@ -33,10 +33,10 @@ const deleteByMetadata = createRoute({
   method: "post",
   path: "/org-jobs/delete-by-metadata",
   tags: ["Organization jobs"],
-  summary: "Delete every session and trace of the organization whose user_metadata[key] equals value",
+  summary: "Delete every session, trace and span of the organization whose user_metadata[key] equals value",
   description: [
-    "Deletes, in every project and run of the caller's organization, each session and trace whose `user_metadata[metadata_key]` equals `metadata_value` exactly, with all traces of such a session, all spans of such traces, and their metadata, tags and metrics.",
-    "Default: a job is queued and its id returned at once; follow it with `GET /v2/org-jobs/{job_id}`. `immediate=true` deletes inside the request up to a fixed budget (5 s or 10,000 records): if that finishes, `job_id` is null and `deleted` gives the counts, otherwise the rest continues as the returned job. `dry_run=true` only counts (`would_delete`).",
+    "Deletes, in every project and run of the caller's organization, each session, trace and span whose `user_metadata[metadata_key]` equals `metadata_value` exactly, with all traces of such a session, all spans of such traces, every span below such a span, their metadata, tags and metrics, and the streaming updates held for them. Erased ids are tombstoned for seven days: a record or update that arrives later naming one of them is not stored.",
+    "Default: a job is queued and its id returned at once; follow it with `GET /v2/org-jobs/{job_id}`. `immediate=true` deletes inside the request up to a fixed budget (5 s or 10,000 records): if that finishes, `job_id` is null and `deleted` gives the counts, otherwise the rest continues as the returned job. `dry_run=true` only counts (`would_delete`; `would_delete_is_exact` is false when the count stopped at its bound of 20,000 matching records).",
     "`job_id` is null when nothing matches. Admins only.",
   ].join("\n\n"),
   middleware: [adminOnly] as const,

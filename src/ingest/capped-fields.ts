@@ -44,11 +44,24 @@ function checkMap(
   }
 }
 
+/**
+ * `__proto__` is the one key a JSON object can carry that no JavaScript object built by
+ * assignment keeps (the validator's own result drops it): it is refused by name rather than
+ * silently lost. Every other key, `constructor` and `toString` included, is data.
+ */
+function refuseProtoKey(value: unknown, ctx: Ctx): unknown {
+  if (value !== null && typeof value === "object" && !Array.isArray(value) && Object.hasOwn(value, "__proto__")) {
+    const msg = "Value error, the key __proto__ is not allowed";
+    ctx.addIssue({ code: "custom", message: msg, path: ["__proto__"], input: "__proto__", params: { pydantic: { type: "value_error", msg, ctx: { error: "the key __proto__ is not allowed" } } } });
+  }
+  return value;
+}
+
 const MetadataValue = z.union([z.string(), z.number(), z.boolean()]).nullable();
 
 /** `user_metadata`: string keys to strings (numbers and booleans are stored as their text). */
 export const UserMetadata = z
-  .record(z.string().min(1), MetadataValue)
+  .preprocess(refuseProtoKey, z.record(z.string().min(1), MetadataValue))
   .superRefine((map, ctx) =>
     checkMap(
       map,
@@ -68,7 +81,7 @@ export const UserMetadata = z
 
 /** `metrics`: metric names to numbers (null, NaN and infinities are dropped). */
 export const Metrics = z
-  .record(z.string().min(1), z.number().nullable())
+  .preprocess(refuseProtoKey, z.record(z.string().min(1), z.number().nullable()))
   .superRefine((map, ctx) =>
     checkMap(map, ctx, { what: "metrics", maxKeys: RECORD_LIMITS.maxMetricsPerRecord, maxKeyBytes: RECORD_LIMITS.maxMetricNameBytes }, () => 0),
   )
