@@ -12,6 +12,7 @@ import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
 import { jsonBody, requestId } from "./http/middleware";
 import { registerIngest } from "./ingest/ingest-routes";
+import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
@@ -49,6 +50,10 @@ export function createApp() {
   const app = createRouter();
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
+  // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,
+  // not our 422): registered before jsonBody, which their handlers never reach.
+  app.route("/", otlpRoutes());
+  app.route("/v2", otlpRoutes());
   app.use("*", jsonBody);
   app.onError(onError);
   app.notFound(notFoundHandler);

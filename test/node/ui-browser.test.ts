@@ -474,6 +474,9 @@ describe("trace explorer", () => {
     const projects = await page.goto("/v2/projects");
     expect(projects!.status()).toBe(401);
     expect(await projects!.json()).toEqual({ detail: expect.any(String) });
+    // The OpenTelemetry intake's paths too (it takes POSTs only: a navigation gets the API's JSON answer).
+    const otel = await page.goto("/otel/v1/traces");
+    expect(otel!.headers()["content-type"]).toContain("application/json");
     const docs = await page.goto("/docs");
     expect(await docs!.text()).toContain("Scalar.createApiReference");
     // Any other path is the page, which routes in the browser.
