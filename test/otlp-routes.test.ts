@@ -177,6 +177,20 @@ describe("order of arrival and retries", () => {
   });
 });
 
+describe("query plans", () => {
+  it("moves a trace's start by primary key, never by walking the project's records", async () => {
+    const { earlierTraceStartStatements } = await import("../src/ingest/trace-start");
+    const prepared: { sql: string; params: unknown[] }[] = [];
+    const db = { prepare: (sql: string) => ({ bind: (...params: unknown[]) => (prepared.push({ sql, params }), {}) }) } as unknown as D1Database;
+    earlierTraceStartStatements(db, [{ id: crypto.randomUUID(), createdAt: 1 }], { organizationId: tenant.organizationId, projectId: crypto.randomUUID(), runId: crypto.randomUUID() });
+    expect(prepared).toHaveLength(1);
+    const plan = await env.DB.prepare(`EXPLAIN QUERY PLAN ${prepared[0]!.sql}`).bind(...prepared[0]!.params).all<{ detail: string }>();
+    const details = plan.results.map((r) => r.detail).join("\n");
+    expect(details).toMatch(/SEARCH records USING INDEX \w+ \(project_id=\? AND id=\?\)/);
+    expect(details).not.toMatch(/SCAN records|records_run_/);
+  });
+});
+
 describe("erasure", () => {
   it("a span arriving after its trace was erased is not stored, nor is a placeholder for it", async () => {
     const project = `erased-${randomHex(4)}`;

@@ -1,7 +1,9 @@
 /**
  * The benchmark's traces as an OpenTelemetry SDK would export them: each native trace (from the
  * search benchmark's generator) becomes the same spans with the attributes of the GenAI semantic
- * conventions and OpenInference, so that both paths store the same content. The trace record of
+ * conventions and OpenInference, so that both paths store the same content. Scorer metrics
+ * (toxicity) are left out: they are computed by evaluators, not emitted by an instrumented
+ * application, and no convention carries them on a span. The trace record of
  * the OTLP path is made from the root span (the native trace's top container), which carries the
  * trace's metadata, tags and session.
  */
@@ -39,7 +41,6 @@ function attributesOf(span: IngestSpan): Record<string, Attribute | undefined> {
   const common: Record<string, Attribute | undefined> = {};
   for (const [key, value] of Object.entries(span.user_metadata ?? {})) if (value !== null) common[`metadata.${key}`] = String(value);
   if (span.tags?.length) common["tag.tags"] = span.tags;
-  if (typeof m.toxicity === "number") common["eval.toxicity"] = m.toxicity;
   switch (span.type) {
     case "llm": {
       const input = span.input as { role: string; content: string }[];

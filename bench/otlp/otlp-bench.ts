@@ -8,8 +8,8 @@
  * attributes (bench/otlp/otel-spans.ts), encoded before the clock starts, each trace's root span
  * included. Both paths store 11 records per trace (the trace and its 10 spans). A third setting
  * sends each request's roots in the next request (children first, as batch exporters do at
- * batch boundaries): the placeholder path. The paths take turns, round by round, so that a drift
- * of the machine's load weighs on all of them alike. Target: OTLP at least 0.8 × native.
+ * batch boundaries): the placeholder path. The paths take turns request by request, so that a
+ * drift of the machine's load weighs on all of them alike. Target: OTLP at least 0.8 × native.
  */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
@@ -44,7 +44,7 @@ interface Sample {
 const LABELS: Record<Path, string> = {
   native: "native: POST /v2/projects/{pid}/traces (JSON)",
   otlp: "OTLP protobuf: POST /otel/v1/traces, whole traces",
-  "otlp-split": "OTLP protobuf, children first: each request's roots in the next request",
+  "otlp-split": "OTLP protobuf, children first: each request's roots in the next request (every trace written twice)",
 };
 
 async function run(dataset: Dataset, rounds: number, perRound: number): Promise<Record<Path, Sample[]>> {
@@ -111,7 +111,7 @@ async function run(dataset: Dataset, rounds: number, perRound: number): Promise<
         const i = 1 + round * perRound + j;
         samples["otlp-split"].push(await sendOtlp(splitBodies[i]!, "otlp-bench-split"));
       }
-      console.log(`  round ${round + 1}/${rounds}: native ${ms(median(samples.native.map((s) => s.ms)))} ms, OTLP ${ms(median(samples.otlp.map((s) => s.ms)))} ms, split ${ms(median(samples["otlp-split"].map((s) => s.ms)))} ms per request (medians so far)`);
+      if ((round + 1) % 5 === 0) console.log(`  round ${round + 1}/${rounds}: native ${ms(median(samples.native.map((s) => s.ms)))} ms, OTLP ${ms(median(samples.otlp.map((s) => s.ms)))} ms, split ${ms(median(samples["otlp-split"].map((s) => s.ms)))} ms per request (medians so far)`);
     }
     return samples;
   });
@@ -119,8 +119,10 @@ async function run(dataset: Dataset, rounds: number, perRound: number): Promise<
 
 export async function runOtlpBench(options: OtlpBenchOptions): Promise<string> {
   const startLoad = os.loadavg();
-  const rounds = options.quick ? 1 : 5;
-  const perRound = options.quick ? 2 : 6;
+  // One request per path per round: the paths alternate request by request, so that the load
+  // of a shared machine, which drifts over seconds, weighs on each path alike.
+  const rounds = options.quick ? 2 : 30;
+  const perRound = 1;
   console.log(`\notlp: ${rounds} rounds × ${perRound} requests of ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans per path`);
   const db = await emptyDatabase("otlp", SEED);
   let samples: Record<Path, Sample[]>;
@@ -137,7 +139,10 @@ export async function runOtlpBench(options: OtlpBenchOptions): Promise<string> {
     const list = samples[path];
     const r = rate(list);
     const versus = r / nativeRate;
-    const verdict = path === "native" ? "" : versus >= 0.8 ? "PASS" : "FAIL";
+    // The target compares like with like: whole traces, as the native request carries them. The
+    // children-first path does more than either (each trace is stored as a placeholder, then
+    // completed by its root with its spans' session and completeness): it is reported, not judged.
+    const verdict = path !== "otlp" ? "" : versus >= 0.8 ? "PASS" : "FAIL";
     if (verdict === "FAIL") failures.push(`- ${LABELS[path]}: ${ratio(versus)} native (target ≥ 0.8×)`);
     return [
       LABELS[path],
@@ -149,12 +154,12 @@ export async function runOtlpBench(options: OtlpBenchOptions): Promise<string> {
       verdict,
     ];
   });
-  const table = markdownTable(["path", "spans", "spans/s", "vs native", "request p50 / p95 ms", "D1 round trips", "target ≥ 0.8×"], rows, ["l", "r", "r", "r", "r", "r", "l"]);
+  const table = markdownTable(["path", "spans", "spans/s", "vs native", "request p50 / p95 ms", "D1 round trips", "target ≥ 0.8× (whole traces)"], rows, ["l", "r", "r", "r", "r", "r", "l"]);
   const markdown = [
     "# OpenTelemetry intake benchmark",
     "",
     runConditions(startLoad),
-    `- ${rounds} rounds; in each, ${perRound} requests per path one after another (one client), after one warm-up request per path; each request ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans (11 records per trace on every path), realistic content (the ingestion benchmark's)`,
+    `- ${rounds} rounds of ${perRound} request${perRound === 1 ? "" : "s"} per path, the paths taking turns (one client), after one warm-up request per path; each request ${TRACES_PER_REQUEST} traces × ${SPANS_PER_TRACE} spans (11 records per trace on every path), realistic content (the ingestion benchmark's)`,
     "- spans/s = spans sent / the sum of the request times of that path",
     "",
     table,

@@ -10,12 +10,15 @@
  */
 import type { WriteScope } from "./write-records";
 
-/** ?1: JSON [[trace id, created_at], ...]; ?2: the project; ?3: the run. */
+/**
+ * ?1: JSON [[trace id, created_at], ...]; ?2: the project; ?3: the run. The ids drive the update
+ * (an `UPDATE ... FROM json_each` would walk every record of the project for each of them).
+ */
+const NEW_START = "(SELECT min(t.value ->> 1) FROM json_each(?1) AS t WHERE t.value ->> 0 = records.id)";
 const MOVE_START_EARLIER = `
-UPDATE records SET created_at = t.value ->> 1
-FROM json_each(?1) AS t
-WHERE records.project_id = ?2 AND records.id = t.value ->> 0 AND +records.run_id = ?3 AND +records.record_type = 'trace'
-  AND records.created_at > t.value ->> 1`;
+UPDATE records SET created_at = ${NEW_START}
+WHERE project_id = ?2 AND id IN (SELECT value ->> 0 FROM json_each(?1)) AND +run_id = ?3 AND +record_type = 'trace'
+  AND created_at > ${NEW_START}`;
 
 export function earlierTraceStartStatements(db: D1Database, traces: { id: string; createdAt: number }[], scope: WriteScope): D1PreparedStatement[] {
   if (traces.length === 0) return [];

@@ -5,7 +5,7 @@
 import type { SpanKind } from "../columns/standard-columns";
 import { microsToIso } from "../db/client";
 import type { IngestSpan } from "../ingest/ingest-schemas";
-import { utf8Bytes } from "../ingest/record-limits";
+import { RECORD_LIMITS, utf8Bytes } from "../ingest/record-limits";
 import { type Plain, numberOf, stringOf, structured, valueText } from "./attribute-values";
 import { DROP_MARKERS, fitLargeFields, fitMetadata, fitTags, truncateUtf8 } from "./fit-record-limits";
 import { type ChatMessage, contentText, inputMessages, outputMessages, retrievedDocuments, toolDefinitions } from "./genai-content";
@@ -167,6 +167,13 @@ const CONTENT: Record<SpanKind, (attrs: SpanAttributes) => Content> = {
   control: stepContent,
 };
 
+/** UTF-16 length of every key and text value of the attributes (structured values by their JSON). */
+function attributeTextLength(attributes: Map<string, Plain>): number {
+  let length = 0;
+  for (const [key, value] of attributes) length += key.length + (typeof value === "string" ? value.length : value === null ? 0 : JSON.stringify(value).length);
+  return length;
+}
+
 const storedText = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value ?? null));
 
 export function mapSpan(span: Span, ids: SpanIds, attributes: Map<string, Plain>): MappedSpan {
@@ -194,18 +201,23 @@ export function mapSpan(span: Span, ids: SpanIds, attributes: Map<string, Plain>
   let input = content.input;
   let output = content.output;
   let tools = content.kindFields.tools as string | undefined;
-  const large = [
-    ...(input !== undefined ? [{ name: "input", text: storedText(input) }] : []),
-    ...(output !== undefined ? [{ name: "output", text: storedText(output) }] : []),
-    ...(tools !== undefined ? [{ name: "tools", text: tools }] : []),
-  ];
-  const otherBytes = utf8Bytes(JSON.stringify(metadata)) + tagged.tags.reduce((sum, t) => sum + utf8Bytes(t) + 3, 0);
-  const cuts = fitLargeFields(large, otherBytes);
-  if (cuts.size > 0) {
-    input = cuts.get("input") ?? input;
-    output = cuts.get("output") ?? output;
-    tools = cuts.get("tools") ?? tools;
-    metadata[DROP_MARKERS.truncatedFields] = [...cuts.keys()].sort().join(",");
+  // Everything a record holds comes from the span's attributes, at most doubled by the JSON
+  // around flattened messages and at most three UTF-8 bytes a UTF-16 unit: a span whose
+  // attributes are far from the record cap is not measured (most spans; it spares re-encoding).
+  if (attributeTextLength(attributes) * 6 + span.name.length * 3 > RECORD_LIMITS.maxRecordBytes / 2) {
+    const large = [
+      ...(input !== undefined ? [{ name: "input", text: storedText(input) }] : []),
+      ...(output !== undefined ? [{ name: "output", text: storedText(output) }] : []),
+      ...(tools !== undefined ? [{ name: "tools", text: tools }] : []),
+    ];
+    const otherBytes = utf8Bytes(JSON.stringify(metadata)) + tagged.tags.reduce((sum, t) => sum + utf8Bytes(t) + 3, 0);
+    const cuts = fitLargeFields(large, otherBytes);
+    if (cuts.size > 0) {
+      input = cuts.get("input") ?? input;
+      output = cuts.get("output") ?? output;
+      tools = cuts.get("tools") ?? tools;
+      metadata[DROP_MARKERS.truncatedFields] = [...cuts.keys()].sort().join(",");
+    }
   }
 
   const startMicros = nanosToMicros(span.startTimeUnixNano);

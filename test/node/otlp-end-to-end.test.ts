@@ -97,7 +97,8 @@ describe("the OpenTelemetry JS SDK against the real service", () => {
 
   it("exports a GenAI agent trace span by span (children first) with the protobuf exporter configured by environment variables", async () => {
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `${service.origin}/otel`;
-    process.env.OTEL_EXPORTER_OTLP_HEADERS = `Authorization=Bearer ${service.tenant.apiKey},project=${PROJECT},logstream=${LOG_STREAM}`;
+    // As the README writes it: the space of the header value percent-encoded.
+    process.env.OTEL_EXPORTER_OTLP_HEADERS = `Authorization=Bearer%20${service.tenant.apiKey},project=${PROJECT},logstream=${LOG_STREAM}`;
     traces.genai = await emit(new ProtoExporter(), "simple", (p) => genAiAgentTrace(p.getTracer("e2e"), { tag: RUN }));
 
     const [project] = await api(`/projects?project_name=${PROJECT}`);
