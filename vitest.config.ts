@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { ensureUiBuilt } from "./scripts/lib/build-ui";
 
 /**
  * Two test projects:
@@ -9,6 +10,9 @@ import { defineConfig } from "vitest/config";
  *   admin command line or the `galileo` SDK, as a user would.
  */
 export default defineConfig(async () => {
+  // wrangler.toml's [assets] directory must exist before the workers pool reads the config, and
+  // the browser tests need the page as the sources say it is: build it when it is missing or stale.
+  await ensureUiBuilt();
   const migrations = await readD1Migrations("migrations");
   const shardMigrations = await readD1Migrations("migrations/shard");
   return {

@@ -1,10 +1,11 @@
-import { Scalar } from "@scalar/hono-api-reference";
 import { authenticate } from "./auth/authenticate";
+import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
+import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
 import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
@@ -15,6 +16,7 @@ import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
+import { registerCounts } from "./search/count-handler";
 import { registerSearch } from "./search/search-handler";
 
 /** Routes that need no credentials, served at the root and under /v2. */
@@ -29,6 +31,7 @@ function publicRoutes() {
 function protectedRoutes() {
   const router = createRouter();
   router.use("*", authenticate);
+  registerCurrentUser(router);
   registerProjects(router);
   registerRuns(router);
   registerIngest(router);
@@ -37,6 +40,7 @@ function protectedRoutes() {
   // SDK-specific answer shape; before the search routes it wraps.
   registerGeneratedClientCompat(router);
   registerSearch(router);
+  registerCounts(router);
   registerRecordLookups(router);
   registerDeletion(router);
   return router;
@@ -74,6 +78,6 @@ export function createApp() {
     },
     security: [{ ServiceApiKey: [] }, { AltAoApiKey: [] }, { OAuth2Password: [] }, { HTTPBasic: [] }],
   });
-  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Trace store API" }));
+  app.get("/docs", apiReferencePage);
   return app;
 }
