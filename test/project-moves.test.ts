@@ -97,7 +97,14 @@ describe("a move", () => {
 
     const moveId = await requestMove(run.projectId, target);
     const done = await stepUntil(moveId);
-    expect(done).toMatchObject({ phase: "completed", status: "running", error_message: null, records_copied: before.records.length });
+    expect(done).toMatchObject({
+      phase: "completed",
+      status: "running",
+      error_message: null,
+      records_total: before.records.length,
+      records_copied: before.records.length,
+      old_records_deleted: before.records.length,
+    });
     expect(JSON.parse(done.verified!)).toMatchObject({
       source: { sessions: 1, traces: 5, spans: 15 },
       target: { sessions: 1, traces: 5, spans: 15 },

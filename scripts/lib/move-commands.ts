@@ -3,9 +3,10 @@
  * `npm run admin -- move-project` and `move-status` (docs/sharding.md, "Moving a project"): the
  * move is asked for in the catalog, through `wrangler d1 execute` like every admin command
  * (src/shards/moves/move-requests.ts); the worker runs it through its move queue. Its first
- * message comes from the worker's minutely cron; for a local database the command also pokes the
- * local worker's scheduled handler (`--url`, default http://127.0.0.1:8787, the address of
- * `npm start`), so the move starts at once. `--wait` polls until the move is over.
+ * message comes from the worker's minutely cron; for a local database the command also runs the
+ * local worker's scheduled handler (`GET --url/__scheduled`, which `npm start`'s wrangler dev
+ * serves with --test-scheduled; `--url` defaults to npm start's http://127.0.0.1:8787), so the
+ * move starts at once. `--wait` polls until the move is over.
  */
 import { type Statement, renderSql } from "../../src/admin/provisioning";
 import { MOVE_WATCHDOG_CRON, moveStatusStatement, openMoveStatement, projectPlacementStatement, requestMoveStatement, resumeMoveStatement } from "../../src/shards/moves/move-requests";
@@ -57,7 +58,7 @@ export interface MoveOptions {
 /** Asks the local worker to run its scheduled handler now (it sends the move its first message). */
 async function poke(url: string): Promise<string> {
   try {
-    const response = await fetch(`${url}/cdn-cgi/handler/scheduled?cron=${encodeURIComponent(MOVE_WATCHDOG_CRON)}`, { signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(`${url}/__scheduled?cron=${encodeURIComponent(MOVE_WATCHDOG_CRON)}`, { signal: AbortSignal.timeout(5_000) });
     if (response.ok) return `started by the worker at ${url}`;
     return `the worker at ${url} answered ${response.status}: the move starts when the worker's cron next runs`;
   } catch {

@@ -384,7 +384,7 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
  * The projects whose records a database holds, and in what state (every data shard has this
  * table, and so does the catalog, which can serve as a shard). Records of a project may only be
  * written while it is `active`, `exporting` or `importing` here (trigger
- * `records_project_on_shard`). During a move (src/moves) the source is `exporting` (writable,
+ * `records_project_on_shard`). During a move (src/shards/moves) the source is `exporting` (writable,
  * every change logged in `shard_project_changes`), then `frozen` (readable, not writable), then
  * `gone` (neither, while its copy is deleted); the target is `importing` until it is `active`.
  * A worker whose routing cache is stale finds out from here, on the shard itself, and re-routes.

@@ -226,7 +226,9 @@ async function switchOver(env: Env, move: MoveRow): Promise<StepResult> {
   return { saved: switched };
 }
 
-const DELETE_OLD_RECORDS = "DELETE FROM records WHERE rid IN (SELECT rid FROM records WHERE project_id = ?1 LIMIT ?2)";
+// RETURNING counts the records themselves: D1's meta.changes also counts the side rows the
+// cascade deletes with them.
+const DELETE_OLD_RECORDS = "DELETE FROM records WHERE rid IN (SELECT rid FROM records WHERE project_id = ?1 LIMIT ?2) RETURNING rid";
 
 /** What else of the project the source holds, deleted a bounded number of rows at a time. */
 const DELETE_OLD_REST = (sourceIsCatalog: boolean) => [
@@ -250,8 +252,8 @@ async function cleanup(env: Env, move: MoveRow, limits: MoveLimits): Promise<Ste
     case "records": {
       // Reads check the project's state in the same batch, and the source's is `gone`: no read
       // can see the copy shrink, so it goes at once rather than after the routes' cache TTL.
-      const result = await source.prepare(DELETE_OLD_RECORDS).bind(scope.projectId, limits.cleanupRecords).run();
-      const deleted = result.meta.changes;
+      const { results } = await source.prepare(DELETE_OLD_RECORDS).bind(scope.projectId, limits.cleanupRecords).all();
+      const deleted = results.length;
       if (deleted === 0) return { save: { step: "rest", cursor: "" } };
       return { save: { old_records_deleted: move.old_records_deleted + deleted, cursor: String(move.old_records_deleted + deleted) } };
     }
