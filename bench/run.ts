@@ -5,7 +5,8 @@
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
  *   npm run bench -- ingest            ingestion throughput (issue 5)
  *   npm run bench -- otlp              OpenTelemetry intake (OTLP protobuf) against native ingestion (issue 12)
- *   npm run bench -- all               all four, one after the other
+ *   npm run bench -- shards            scale-out: sharded against one database, isolation, capacity, moves (issue 10)
+ *   npm run bench -- all               all five, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
@@ -22,8 +23,9 @@ import { runOtlpBench } from "./otlp/otlp-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
+import { runShardsBench } from "./shards/shards-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "otlp", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "ingest", "otlp", "shards", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -78,6 +80,7 @@ async function main(): Promise<void> {
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
+  if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
   console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

@@ -81,6 +81,8 @@ export interface StartOptions {
   /** Path probed until the worker answers (any HTTP status counts as up). */
   readyPath?: string;
   readyTimeoutMs?: number;
+  /** Serve GET /__scheduled (wrangler dev --test-scheduled): runs the worker's cron handler. */
+  testScheduled?: boolean;
 }
 
 export async function startDevServer(options: StartOptions): Promise<DevServer> {
@@ -101,6 +103,7 @@ export async function startDevServer(options: StartOptions): Promise<DevServer> 
     "--persist-to", options.persistTo,
     "--show-interactive-dev-session=false",
     "--log-level", process.env.BENCH_WRANGLER_LOG_LEVEL ?? "warn",
+    ...(options.testScheduled ? ["--test-scheduled"] : []),
   ];
   for (const [key, value] of Object.entries(options.vars ?? {})) args.push("--var", `${key}:${value}`);
   const child = spawn(WRANGLER, args, {
