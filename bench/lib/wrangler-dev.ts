@@ -86,7 +86,8 @@ export interface StartOptions {
 }
 
 export async function startDevServer(options: StartOptions): Promise<DevServer> {
-  const entry = process.env.BENCH_UNFROZEN ? undefined : bundled(options.config);
+  // --test-scheduled works on a worker wrangler bundles itself (it adds the route then).
+  const entry = process.env.BENCH_UNFROZEN || options.testScheduled ? undefined : bundled(options.config);
   const port = await freePort();
   const inspectorPort = await freePort();
   const logDir = path.join(DATA_DIR, "logs");
