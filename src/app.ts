@@ -9,7 +9,7 @@ import { createRouter } from "./http/create-router";
 import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
-import { jsonBody, requestId } from "./http/middleware";
+import { requestId } from "./http/middleware";
 import { registerIngest } from "./ingest/ingest-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { registerProjects } from "./projects/projects-routes";
@@ -45,7 +45,6 @@ export function createApp() {
   const app = createRouter();
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
-  app.use("*", jsonBody);
   app.onError(onError);
   app.notFound(notFoundHandler);
 

@@ -13,7 +13,11 @@ export interface MetricDescriptor {
   threshold?: { buckets: number[]; display_value_levels: string[]; inverted: boolean };
 }
 
-const KNOWN_METRICS: Record<string, MetricDescriptor> = {
+/**
+ * A Map, not an object literal: metric names come from clients, and a plain object would answer
+ * `constructor` or `toString` with what its prototype holds.
+ */
+const KNOWN_METRICS: ReadonlyMap<string, MetricDescriptor> = new Map(Object.entries({
   toxicity: {
     label: "Toxicity",
     description: "Likelihood that the output contains toxic language.",
@@ -43,11 +47,11 @@ const KNOWN_METRICS: Record<string, MetricDescriptor> = {
     roll_up_method: "average",
   },
   cost: { label: "Cost", description: "Cost of the call in US dollars.", data_type: "floating_point", group_label: "System Metrics", data_unit: "dollars", roll_up_method: "sum" },
-};
+} satisfies Record<string, MetricDescriptor>));
 
 export function metricDescriptor(name: string): MetricDescriptor {
   return (
-    KNOWN_METRICS[name] ?? {
+    KNOWN_METRICS.get(name) ?? {
       label: name,
       description: `Metric ${name}.`,
       data_type: "floating_point",

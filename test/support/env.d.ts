@@ -3,3 +3,9 @@ declare namespace Cloudflare {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
   }
 }
+
+/** Files imported as text by tests (`import text from "../README.md?raw"`: Vite's raw import). */
+declare module "*?raw" {
+  const text: string;
+  export default text;
+}
