@@ -12,6 +12,7 @@ import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
 import { requestId } from "./http/middleware";
 import { registerIngest } from "./ingest/ingest-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
+import { organizationRate } from "./limits/organization-rate";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
 import { registerSearch } from "./search/search-handler";
@@ -28,6 +29,8 @@ function publicRoutes() {
 function protectedRoutes() {
   const router = createRouter();
   router.use("*", authenticate);
+  // Before any route reads its body: an organization over its rate costs nothing more.
+  router.use("*", organizationRate);
   registerProjects(router);
   registerRuns(router);
   registerIngest(router);

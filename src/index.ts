@@ -2,6 +2,10 @@ import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env } from "./env";
 
+// Durable Object classes of the limits (wrangler.toml [[durable_objects.bindings]]).
+export { PasswordGuard } from "./limits/password-guard";
+export { ScanSlots } from "./limits/scan-slots";
+
 const app = createApp();
 
 const METHODS_WITH_BODY = new Set(["POST", "PUT", "PATCH"]);

@@ -11,6 +11,7 @@ import { DrizzleQueryError } from "drizzle-orm/errors";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { describeForLog, unavailability } from "../src/http/database-errors";
 import { type Tenant, createTenant } from "./support/tenants";
+import { failingDatabase } from "./support/failing-database";
 import { callWorkerWith } from "./support/worker-call";
 
 /** An error as the D1 binding throws it: the D1_ERROR line, the SQL engine's message as cause. */
@@ -93,24 +94,6 @@ describe("classification of real-looking messages", () => {
     expect(text).not.toContain("tsk_secret");
   });
 });
-
-/** The test database, except that every call to it fails with `error`. */
-function failingDatabase(error: () => Error): D1Database {
-  const statement: D1PreparedStatement = {
-    bind: () => statement,
-    first: () => Promise.reject(error()),
-    all: () => Promise.reject(error()),
-    run: () => Promise.reject(error()),
-    raw: () => Promise.reject(error()),
-  } as unknown as D1PreparedStatement;
-  return new Proxy(env.DB, {
-    get(target, property, receiver) {
-      if (property === "prepare") return () => statement;
-      if (property === "batch" || property === "exec") return () => Promise.reject(error());
-      return Reflect.get(target, property, receiver);
-    },
-  });
-}
 
 function callWith(db: D1Database, path: string, init: RequestInit) {
   return callWorkerWith({ DB: db }, path, init);

@@ -4,6 +4,7 @@ import { ErrorDetail, HTTPValidationError, retryableErrorResponses } from "../ht
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
 import { isJsonMediaType } from "../http/media-type";
+import { passwordGate } from "../limits/password-attempts";
 import { toValidationErrors } from "../http/validation-errors";
 import { unauthorized } from "./authenticate";
 import { principalFromApiKey, principalFromPassword } from "./principal-store";
@@ -69,7 +70,8 @@ export function registerLogin(app: Router): void {
     const form = isJsonMediaType(contentType) ? c.req.valid("json") : c.req.valid("form");
     // No password is checked (no PBKDF2 spent) when no token could be issued anyway.
     signingSecret(c.env.TOKEN_SECRET);
-    const principal = await principalFromPassword(database(c.env.DB), form.username, form.password);
+    const gate = passwordGate(c.env, form.username, c.req.header("CF-Connecting-IP"));
+    const principal = await principalFromPassword(database(c.env.DB), form.username, form.password, gate);
     if (!principal) throw unauthorized("Incorrect username or password");
     return c.json(await issueToken(c.env, principal), 200);
   });
