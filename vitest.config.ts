@@ -18,7 +18,12 @@ export default defineConfig(async () => {
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                bindings: { TEST_MIGRATIONS: migrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  TOKEN_SECRET: "test-token-secret-of-sufficient-length",
+                  // Requests per operation of test/openapi-fuzz.test.ts (`FUZZ_RUNS=500 npx vitest run test/openapi-fuzz.test.ts`).
+                  FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
+                },
                 // wrangler.toml's deletion consumer with max_retries 1 instead of 8, so that the
                 // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
                 queueConsumers: {

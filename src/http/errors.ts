@@ -39,7 +39,8 @@ export function validationResponse(c: Context, items: ValidationErrorItem[]) {
 async function rawBodyText(c: Context): Promise<string> {
   if (Object.keys(c.req.bodyCache).length === 0) return "";
   try {
-    return await c.req.text();
+    // Decoded here rather than by c.req.text(), which warns about bodies not labelled as text.
+    return new TextDecoder().decode(await c.req.arrayBuffer());
   } catch {
     return "";
   }

@@ -1,6 +1,8 @@
 declare namespace Cloudflare {
   interface Env {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
+    /** Requests per operation of the OpenAPI fuzz (vitest.config.ts); empty for its default. */
+    FUZZ_RUNS: string;
   }
 }
 
