@@ -24,10 +24,13 @@ export default defineConfig(async () => {
                   // Requests per operation of test/openapi-fuzz.test.ts (`FUZZ_RUNS=500 npx vitest run test/openapi-fuzz.test.ts`).
                   FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
                 },
+                // An empty database for the migration tests (test/migrations.test.ts), which apply
+                // the migrations step by step with data in between.
+                d1Databases: { MIGRATION_TEST_DB: "migration-test-db" },
                 // wrangler.toml's deletion consumer with max_retries 1 instead of 8, so that the
                 // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
                 queueConsumers: {
-                  "trace-store-deletions": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
+                  "trace-store-deletions": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
                 },
               },
             }),

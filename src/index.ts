@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env } from "./env";
+import { runScheduledMaintenance } from "./maintenance/scheduled";
 
 // Durable Object classes of the limits (wrangler.toml [[durable_objects.bindings]]).
 export { PasswordGuard } from "./limits/password-guard";
@@ -21,4 +22,5 @@ function withDefaultContentType(request: Request): Request {
 export default {
   fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
   queue: (batch, env) => handleDeletionQueue(batch, env),
+  scheduled: (controller, env, ctx) => ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime)),
 } satisfies ExportedHandler<Env, DeletionMessage>;

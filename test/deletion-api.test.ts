@@ -172,13 +172,13 @@ describe("answers that create no job", () => {
     await seed(otherAdmin, value);
     const before = await snapshot();
     const expected = expectedDeletion(before.records, admin.organizationId, "user", value);
-    expect(expected.counts).toEqual({ sessions: 1, traces: 4, spans: 6 });
+    expect(expected.counts).toEqual({ sessions: 1, traces: 4, spans: 7 });
     const jobsBefore = await jobCount(admin.organizationId);
     // Dry run wins over immediate: nothing is deleted either way.
     for (const query of ["?dry_run=true", "?dry_run=true&immediate=true"]) {
       const answer = await deleteByMetadata(admin, { metadata_key: "user", metadata_value: value }, query);
       expect(answer.status).toBe(200);
-      expect(answer.body).toEqual({ job_id: null, message: expect.stringContaining("1 session, 4 traces and 6 spans"), would_delete: expected.counts });
+      expect(answer.body).toEqual({ job_id: null, message: expect.stringContaining("1 session, 4 traces and 7 spans"), would_delete: expected.counts, would_delete_is_exact: true });
     }
     expect(await snapshot()).toEqual(before);
     expect(await jobCount(admin.organizationId)).toBe(jobsBefore);
@@ -194,7 +194,7 @@ describe("immediate mode", () => {
     const expected = expectedDeletion(before.records, admin.organizationId, "user", value);
     const answer = await deleteByMetadata(admin, { metadata_key: "user", metadata_value: value }, "?immediate=true");
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ job_id: null, message: expect.stringContaining("Deleted 1 session, 4 traces and 6 spans"), deleted: expected.counts });
+    expect(answer.body).toEqual({ job_id: null, message: expect.stringContaining("Deleted 1 session, 4 traces and 7 spans"), deleted: expected.counts });
     expect(await snapshot()).toEqual(without(before, expected.ids));
     // The job is kept as a completed audit record.
     const audit = await env.DB.prepare("SELECT status, request_data FROM org_jobs WHERE organization_id = ? AND request_data LIKE ?")
@@ -218,7 +218,7 @@ describe("immediate mode", () => {
     const expected = expectedDeletion(before.records, admin.organizationId, "user", value);
     expect(expected.ids.size).toBe(48);
     deletionTestSeam.chunkLimits = { roots: 2, sessionTraces: 2, spans: 4 };
-    deletionTestSeam.immediateBudget = { maxMillis: 60_000, maxRecords: 10 };
+    deletionTestSeam.immediateBudget = { maxMillis: 60_000, maxRecords: 10, maxQueries: 1000 };
     const answer = await deleteByMetadata(admin, { metadata_key: "user", metadata_value: value }, "?immediate=true");
     expect(answer.status).toBe(200);
     const jobId = answer.body.job_id as string;
@@ -303,7 +303,7 @@ describe("the job answer", () => {
       progress: { sessions_deleted: expect.any(Number), traces_deleted: expect.any(Number), spans_deleted: expect.any(Number) },
     });
     const { job: done } = await waitForJob(admin, jobId);
-    expect(done.progress).toEqual({ sessions_deleted: 1, traces_deleted: 4, spans_deleted: 6 });
+    expect(done.progress).toEqual({ sessions_deleted: 1, traces_deleted: 4, spans_deleted: 7 });
     expect(Date.parse(done.updated_at)).toBeGreaterThanOrEqual(Date.parse(done.created_at));
 
     const foreign = await call(`/v2/org-jobs/${jobId}`, { as: otherAdmin });

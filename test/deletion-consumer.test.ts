@@ -67,7 +67,7 @@ describe("deletion queue consumer", () => {
     expect((await getJob(admin, jobId)).status).toBe("queued");
 
     deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 2 };
-    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 4 };
+    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 4, maxQueries: 1000 };
     const statuses: string[] = [];
     let pending = [message(jobId)];
     let deliveries = 0;
@@ -171,7 +171,7 @@ describe("deletion queue consumer", () => {
     await seedTraces(value, 4);
     const jobId = await queuedJob(value);
     deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 3 };
-    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 4 };
+    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 4, maxQueries: 1000 };
     const { bindings, sent } = capturingBindings();
     const result = await deliver(DELETION_QUEUE, [message(jobId), message(jobId)], bindings);
     expect(result.explicitAcks).toHaveLength(2);
@@ -184,7 +184,7 @@ describe("deletion queue consumer", () => {
     await seedTraces(value, 2);
     const jobId = await queuedJob(value);
     deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 2 };
-    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 2 };
+    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 2, maxQueries: 1000 };
     const { bindings, sent } = capturingBindings();
     await deliver(DELETION_QUEUE, [message(jobId)], bindings);
     expect((await getJob(admin, jobId)).status).toBe("running");

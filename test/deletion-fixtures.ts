@@ -58,10 +58,10 @@ export interface Snapshot {
 }
 
 const SNAPSHOT_ORDER: Record<keyof Snapshot, string> = {
-  records: "id",
-  record_metadata: "record_id, key",
-  record_tags: "record_id, tag",
-  record_metrics: "record_id, name",
+  records: "project_id, id",
+  record_metadata: "record_rid, key",
+  record_tags: "record_rid, tag",
+  record_metrics: "record_rid, name",
 };
 
 /** Every row of the record tables, every column, in primary-key order. */
@@ -73,28 +73,34 @@ export async function snapshot(): Promise<Snapshot> {
   return out;
 }
 
+/** A record's identity: its id within its project. */
+export const recordKey = (r: Row) => `${r.project_id}/${r.id}`;
+
 /**
- * The snapshot without the given records and their side rows. A surviving record that had
- * children (records naming it as parent in its run) and has none left reads has_children 0
- * (a session whose traces matched and went); nothing else of it changes.
+ * The snapshot without the given records (keys of recordKey) and their side rows. A surviving
+ * record that had children (records naming it as parent in its run) and has none left reads
+ * has_children 0 (a session whose traces matched and went); nothing else of it changes.
  */
 export function without(before: Snapshot, deleted: ReadonlySet<string>): Snapshot {
   const parentKey = (r: Row) => `${r.run_id}/${r.parent_id}`;
   const ownKey = (r: Row) => `${r.run_id}/${r.id}`;
-  const survivors = before.records.filter((r) => !deleted.has(r.id as string));
-  const lostChildren = new Set(before.records.filter((r) => deleted.has(r.id as string) && r.parent_id !== null).map(parentKey));
+  const isDeleted = (r: Row) => deleted.has(recordKey(r));
+  const survivors = before.records.filter((r) => !isDeleted(r));
+  const deletedRids = new Set(before.records.filter(isDeleted).map((r) => r.rid));
+  const lostChildren = new Set(before.records.filter((r) => isDeleted(r) && r.parent_id !== null).map(parentKey));
   const keptChildren = new Set(survivors.filter((r) => r.parent_id !== null).map(parentKey));
   return {
     records: survivors.map((r) =>
       r.has_children === 1 && lostChildren.has(ownKey(r)) && !keptChildren.has(ownKey(r)) ? { ...r, has_children: 0 } : r,
     ),
-    record_metadata: before.record_metadata.filter((r) => !deleted.has(r.record_id as string)),
-    record_tags: before.record_tags.filter((r) => !deleted.has(r.record_id as string)),
-    record_metrics: before.record_metrics.filter((r) => !deleted.has(r.record_id as string)),
+    record_metadata: before.record_metadata.filter((r) => !deletedRids.has(r.record_rid)),
+    record_tags: before.record_tags.filter((r) => !deletedRids.has(r.record_rid)),
+    record_metrics: before.record_metrics.filter((r) => !deletedRids.has(r.record_rid)),
   };
 }
 
 export interface ExpectedDeletion {
+  /** recordKey of every record to delete. */
   ids: Set<string>;
   counts: { sessions: number; traces: number; spans: number };
 }
@@ -103,7 +109,8 @@ export interface ExpectedDeletion {
  * What deleting user_metadata[key] = value in `organizationId` must remove, computed from the
  * records' own user_metadata JSON (not from record_metadata, which the implementation uses):
  * matching sessions; matching traces and the traces of matching sessions; the spans of those
- * traces and of matching sessions. A child belongs to a parent it names from the same run.
+ * traces and of matching sessions; matching spans and every span below them. A child belongs
+ * to a parent it names from the same run.
  */
 export function expectedDeletion(records: Row[], organizationId: string, key: string, value: string): ExpectedDeletion {
   const matches = (r: Row) => {
@@ -117,14 +124,31 @@ export function expectedDeletion(records: Row[], organizationId: string, key: st
     (r) => r.record_type === "trace" && (matches(r) || (r.session_id !== null && sessionKeys.has(`${r.run_id}/${r.session_id}`))),
   );
   const traceKeys = new Set(traces.map((t) => `${t.run_id}/${t.id}`));
-  const spans = inOrg.filter(
-    (r) =>
-      r.record_type === "span" &&
-      ((r.trace_id !== null && traceKeys.has(`${r.run_id}/${r.trace_id}`)) ||
-        (r.session_id !== null && sessionKeys.has(`${r.run_id}/${r.session_id}`))),
+  const spansOfOrg = inOrg.filter((r) => r.record_type === "span");
+  const going = new Set(
+    spansOfOrg
+      .filter(
+        (r) =>
+          matches(r) ||
+          (r.trace_id !== null && traceKeys.has(`${r.run_id}/${r.trace_id}`)) ||
+          (r.session_id !== null && sessionKeys.has(`${r.run_id}/${r.session_id}`)),
+      )
+      .map((r) => `${r.run_id}/${r.id}`),
   );
+  // Below a going span, everything goes: repeat until no span is added (any depth).
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const span of spansOfOrg) {
+      const own = `${span.run_id}/${span.id}`;
+      if (!going.has(own) && span.parent_id !== null && going.has(`${span.run_id}/${span.parent_id}`)) {
+        going.add(own);
+        grew = true;
+      }
+    }
+  }
+  const spans = spansOfOrg.filter((r) => going.has(`${r.run_id}/${r.id}`));
   return {
-    ids: new Set([...sessions, ...traces, ...spans].map((r) => r.id as string)),
+    ids: new Set([...sessions, ...traces, ...spans].map(recordKey)),
     counts: { sessions: sessions.length, traces: traces.length, spans: spans.length },
   };
 }

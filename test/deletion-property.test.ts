@@ -27,9 +27,11 @@ import {
   getJob,
   postSession,
   postTraces,
+  recordKey,
   snapshot,
   without,
 } from "./deletion-fixtures";
+import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
 
 const KEYS = ["user", "team", "k"] as const;
@@ -118,8 +120,22 @@ afterEach(() => {
 
 type Dataset = typeof datasetArb extends fc.Arbitrary<infer T> ? T : never;
 
-/** Ingests the dataset: every organization's sessions first, then traces (which may name them). */
-async function ingest(dataset: Dataset): Promise<void> {
+/** One ingest request of the dataset, kept to be sent again after the deletion. */
+interface Sent {
+  tenant: Tenant;
+  run: Run;
+  session?: Record<string, unknown>;
+  traces?: Record<string, unknown>[];
+}
+
+/**
+ * Ingests the dataset: every organization's sessions first, then traces (which may name them).
+ * Also holds one streamed update per run for a record that has not arrived (it must survive),
+ * and, for a trace, one sent for its id as a span (the client's mistake: it waits for a span
+ * that never comes, and must go when the trace is erased). Answers the requests it sent.
+ */
+async function ingest(dataset: Dataset): Promise<Sent[]> {
+  const requests: Sent[] = [];
   const runs: { tenant: Tenant; run: Run; sessions: string[] }[][] = [];
   for (const [o, orgRuns] of dataset.entries()) {
     const tenant = tenants[o]!;
@@ -130,6 +146,7 @@ async function ingest(dataset: Dataset): Promise<void> {
       for (const metadata of spec.sessions) {
         const id = uuid();
         await postSession(tenant, run, { id, name: "session", user_metadata: metadata });
+        requests.push({ tenant, run, session: { id, name: "session", user_metadata: metadata } });
         sessions.push(id);
       }
       created.push({ tenant, run, sessions });
@@ -164,8 +181,28 @@ async function ingest(dataset: Dataset): Promise<void> {
         };
       });
       await postTraces(tenant, run, traces);
+      requests.push({ tenant, run, traces });
+      await holdUpdate(tenant, run, "spans", traces[0]!.id as string);
+      await holdUpdate(tenant, run, "traces", uuid());
     }
   }
+  return requests;
+}
+
+async function holdUpdate(tenant: Tenant, run: Run, family: "traces" | "spans", id: string): Promise<void> {
+  const answer = await call(`/v2/projects/${run.projectId}/${family}/${id}`, {
+    as: tenant,
+    method: "PATCH",
+    body: { log_stream_id: run.logStreamId, output: "held" },
+  });
+  expect(answer.body.pending, JSON.stringify(answer.body)).toBe(true);
+}
+
+/** The held updates and tombstones, keyed by project and record id. */
+async function heldAndTombstoned(): Promise<{ held: string[]; tombstones: string[] }> {
+  const held = await env.DB.prepare("SELECT project_id || '/' || record_id AS k FROM record_patches ORDER BY k").all<{ k: string }>();
+  const tombstones = await env.DB.prepare("SELECT project_id || '/' || record_id AS k FROM record_tombstones ORDER BY k").all<{ k: string }>();
+  return { held: held.results.map((r) => r.k), tombstones: tombstones.results.map((r) => r.k) };
 }
 
 describe("deletion by metadata, property", () => {
@@ -173,8 +210,10 @@ describe("deletion by metadata, property", () => {
     await fc.assert(
       fc.asyncProperty(datasetArb, fc.constantFrom(...KEYS), fc.constantFrom(...TARGET_VALUES), scheduleArb, async (dataset, key, value, schedule) => {
         const target = tenants[0]!;
-        await ingest(dataset);
+        await env.DB.batch([env.DB.prepare("DELETE FROM record_patches"), env.DB.prepare("DELETE FROM record_tombstones")]);
+        const sent = await ingest(dataset);
         const before = await snapshot();
+        const heldBefore = await heldAndTombstoned();
         const expected = expectedDeletion(before.records, target.organizationId, key, value);
 
         const dryRun = await deleteByMetadata(target, { metadata_key: key, metadata_value: value }, "?dry_run=true");
@@ -183,7 +222,7 @@ describe("deletion by metadata, property", () => {
         expect(await snapshot()).toEqual(before);
 
         deletionTestSeam.chunkLimits = schedule.limits;
-        deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: schedule.maxRecords };
+        deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: schedule.maxRecords, maxQueries: 1000 };
         const jobId = await insertDeletionJob(env.DB, {
           organizationId: target.organizationId,
           createdBy: target.userId,
@@ -239,7 +278,7 @@ describe("deletion by metadata, property", () => {
 
           // No orphans: what is left of the deletion set is exactly what a deletion would still find.
           const now = await snapshot();
-          const stillThere = new Set(now.records.map((r) => r.id as string));
+          const stillThere = new Set(now.records.map(recordKey));
           const leftOver = [...expected.ids].filter((id) => stillThere.has(id)).sort();
           expect([...expectedDeletion(now.records, target.organizationId, key, value).ids].sort()).toEqual(leftOver);
         }
@@ -253,6 +292,18 @@ describe("deletion by metadata, property", () => {
         });
         const after = await snapshot();
         expect(after).toEqual(without(before, expected.ids));
+        // Exactly the erased records left tombstones; the held updates of erased ids went, the rest stayed.
+        const { held, tombstones } = await heldAndTombstoned();
+        expect(tombstones).toEqual([...expected.ids].sort());
+        expect(held).toEqual(heldBefore.held.filter((k) => !expected.ids.has(k)));
+
+        // Everything sent again (a client's retries, late): the erased records stay erased, the
+        // rest is merged into itself and does not change.
+        for (const request of sent) {
+          if (request.session) await postSession(request.tenant, request.run, request.session);
+          else await postTraces(request.tenant, request.run, request.traces!);
+        }
+        expect(await snapshot()).toEqual(after);
 
         // A late duplicate of a finished job changes nothing.
         const late = await deliver(DELETION_QUEUE, [{ id: uuid(), attempts: 1, body: { jobId } }], capturingBindings().bindings);

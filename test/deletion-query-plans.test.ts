@@ -9,41 +9,58 @@ import { describe, expect, it } from "vitest";
 import * as sql from "../src/deletion/deletion-sql";
 
 /** Names that stand for bounded intermediate results in the plans: CTEs, their aliases, subqueries. */
-const BOUNDED = /^SCAN (roots|root_sessions|candidate_traces|going|g|active|page|page_traces|rs|ct|p|pt|\(subquery-\d+\)|CONSTANT ROW)$/;
+const BOUNDED =
+  /^SCAN (roots|root_sessions|candidate_traces|seeds|subtree|ancestors|counted_roots|active|page|page_traces|rs|ct|p|pt|m|a|\(subquery-\d+\)|CONSTANT ROW)$/;
 
 async function plan(statement: string): Promise<string[]> {
-  const parameters = Math.max(...[...statement.matchAll(/\?(\d+)/g)].map((m) => Number(m[1])));
+  const parameters = Math.max(0, ...[...statement.matchAll(/\?(\d+)/g)].map((m) => Number(m[1])));
   const { results } = await env.DB.prepare(`EXPLAIN QUERY PLAN ${statement}`)
     .bind(...Array.from({ length: parameters }, () => "x"))
     .all<{ detail: string }>();
   return results.map((r) => r.detail);
 }
 
-const STATEMENTS: [string, string, RegExp[]][] = [
-  ["DELETE_SPANS", sql.DELETE_SPANS, [/record_metadata_org_key_value/, /records_trace/, /records_session/]],
-  ["REFRESH_PARENTS", sql.REFRESH_PARENTS, [/record_metadata_org_key_value/, /records_session/, /records_trace/, /records_parent/]],
-  ["DELETE_TRACES", sql.DELETE_TRACES, [/record_metadata_org_key_value/, /records_session/, /records_trace/]],
-  ["DELETE_SESSIONS", sql.DELETE_SESSIONS, [/record_metadata_org_key_value/, /records_session/]],
-  ["COMPLETE_IF_DONE", sql.COMPLETE_IF_DONE, [/record_metadata_org_key_value/]],
-  ["ANY_MATCH", sql.ANY_MATCH, [/record_metadata_org_key_value/]],
-  ["COUNT_SESSION_PAGE", sql.COUNT_SESSION_PAGE, [/record_metadata_org_key_value .*rowid>\?/, /records_session/, /records_trace/]],
-  ["COUNT_TRACE_PAGE", sql.COUNT_TRACE_PAGE, [/record_metadata_org_key_value .*rowid>\?/, /records_trace/]],
+/** What drives each kind of statement: matches, children, tombstones. */
+function expectedIndexes(statement: string): RegExp[] {
+  const expected: RegExp[] = [];
+  if (/FROM record_metadata\s+WHERE organization_id = \?1/.test(statement)) expected.push(/record_metadata_org_key_value/);
+  if (/s\.trace_id = ct\.id/.test(statement)) expected.push(/records_trace/);
+  if (/\.session_id = rs\.id/.test(statement)) expected.push(/records_session/);
+  if (/c\.parent_id = subtree\.id/.test(statement)) expected.push(/records_parent/);
+  if (/gt\.deleted_at = \?1/.test(statement)) expected.push(/record_tombstones_deleted/);
+  return expected;
+}
+
+const STATEMENTS: [string, string][] = [
+  ...sql.CHUNK_STATEMENTS.map((s, i): [string, string] => [`chunk statement ${i + 1} (${s.sql.trim().split(/\s+/).slice(0, 6).join(" ")})`, s.sql]),
+  ["ANY_MATCH", sql.ANY_MATCH],
+  ["COUNT_SESSION_PAGE", sql.COUNT_SESSION_PAGE],
+  ["COUNT_TRACE_PAGE", sql.COUNT_TRACE_PAGE],
+  ["COUNT_SPAN_PAGE", sql.COUNT_SPAN_PAGE],
 ];
 
 describe("deletion query plans", () => {
-  for (const [name, statement, indexes] of STATEMENTS) {
+  for (const [name, statement] of STATEMENTS) {
     it(`${name} searches by index and scans no table`, async () => {
       const details = await plan(statement);
       const scans = details.filter((d) => d.startsWith("SCAN ") && !BOUNDED.test(d));
       expect(scans, details.join("\n")).toEqual([]);
-      for (const index of indexes) expect(details.some((d) => index.test(d)), `${index} in\n${details.join("\n")}`).toBe(true);
+      for (const index of expectedIndexes(statement)) expect(details.some((d) => index.test(d)), `${index} in\n${details.join("\n")}`).toBe(true);
     });
   }
 
+  it("reads the matching records' pages in index order (keyset on record_rid)", async () => {
+    for (const statement of [sql.COUNT_SESSION_PAGE, sql.COUNT_TRACE_PAGE, sql.COUNT_SPAN_PAGE]) {
+      const details = await plan(statement);
+      expect(details.some((d) => /record_metadata_org_key_value .*record_rid>\?/.test(d)), details.join("\n")).toBe(true);
+    }
+  });
+
   it("removes side rows through their primary keys (the cascade)", async () => {
-    const details = await plan(sql.DELETE_SPANS);
+    const deleteSpans = sql.CHUNK_STATEMENTS.find((s) => /^DELETE FROM records/.test(s.sql.trim()))!.sql;
+    const details = await plan(deleteSpans);
     for (const table of ["record_metadata", "record_tags", "record_metrics"]) {
-      expect(details).toContain(`SEARCH ${table} USING COVERING INDEX sqlite_autoindex_${table}_1 (record_id=?)`);
+      expect(details.some((d) => d.startsWith(`SEARCH ${table} USING PRIMARY KEY (record_rid=?)`)), details.join("\n")).toBe(true);
     }
   });
 });

@@ -61,7 +61,7 @@ describe("through the real queue", () => {
     expect(expected.counts).toEqual({ sessions: 3, traces: 6, spans: 12 });
     // Small chunks and message budgets: the job needs several messages, each one enqueued by the last.
     deletionTestSeam.chunkLimits = { roots: 2, sessionTraces: 2, spans: 4 };
-    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 8 };
+    deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 8, maxQueries: 1000 };
 
     const answer = await deleteByMetadata(admin, { metadata_key: "customer", metadata_value: value });
     expect(answer.status).toBe(200);

@@ -359,7 +359,7 @@ describe("the record limit of a request", () => {
 });
 
 describe("re-ingest", () => {
-  it("does not duplicate and replaces metadata, tags and metrics", async () => {
+  it("does not duplicate, and merges: new values win, absent ones never erase", async () => {
     const [traceId, spanId, childId] = [uuid(), uuid(), uuid()];
     const first = {
       log_stream_id: logStreamId,
@@ -397,14 +397,55 @@ describe("re-ingest", () => {
     expect(Object.fromEntries(all.map((r) => [r.id, r.name]))).toEqual({ [traceId]: "v2", [spanId]: "a2", [childId]: "" });
     // The agent still has its child after being rewritten.
     expect(all.find((r) => r.id === spanId)!.has_children).toBe(1);
-    expect(JSON.parse(all.find((r) => r.id === traceId)!.user_metadata)).toEqual({ keep: "2", added: "y" });
+    // Metadata and metrics merge key by key (a key the second write does not name stays);
+    // a non-empty tag list replaces the tags; an empty one (the child's) erases nothing.
+    expect(JSON.parse(all.find((r) => r.id === traceId)!.user_metadata)).toEqual({ keep: "2", drop: "x", added: "y" });
     expect(await rows("SELECT key, value FROM record_metadata WHERE record_id = ? ORDER BY key", traceId)).toEqual([
       { key: "added", value: "y" },
+      { key: "drop", value: "x" },
       { key: "keep", value: "2" },
     ]);
     expect(await rows("SELECT tag FROM record_tags WHERE record_id = ? ORDER BY tag", traceId)).toEqual([{ tag: "both" }, { tag: "new" }]);
-    expect(await rows("SELECT tag FROM record_tags WHERE record_id = ?", childId)).toEqual([]);
-    expect(await rows("SELECT name, value FROM record_metrics WHERE record_id = ?", traceId)).toEqual([{ name: "toxicity", value: 0.1 }]);
+    expect(await rows("SELECT tag FROM record_tags WHERE record_id = ?", childId)).toEqual([{ tag: "t" }]);
+    expect(await rows("SELECT name, value FROM record_metrics WHERE record_id = ? ORDER BY name", traceId)).toEqual([
+      { name: "latency", value: 3 },
+      { name: "toxicity", value: 0.1 },
+    ]);
+  });
+
+  it("an older write never overrides a newer one, and is_complete never goes back", async () => {
+    const traceId = uuid();
+    const at = (minute: number) => `2026-01-01T00:0${minute}:00Z`;
+    const write = (fields: Record<string, unknown>) => ingest({ log_stream_id: logStreamId, traces: [{ id: traceId, ...fields }] });
+    expect((await write({ name: "newest", output: "final", updated_at: at(5), is_complete: true, status_code: 200 })).status).toBe(200);
+    // A stale copy of the record (an earlier state, re-delivered): it fills nothing that is set.
+    expect((await write({ name: "stale", output: "draft", updated_at: at(1), is_complete: false, status_code: 500, input: "q" })).status).toBe(200);
+    const [stale] = await rows<StoredRecord>("SELECT * FROM records WHERE project_id = ? AND id = ?", projectId, traceId);
+    expect(stale).toMatchObject({ name: "newest", output: "final", is_complete: 1, status_code: 200, input: "q" });
+    expect((stale as unknown as { updated_at: number }).updated_at).toBe(Date.parse(at(5)) * 1000);
+    // A later write wins where it says something.
+    expect((await write({ name: "later", updated_at: at(7) })).status).toBe(200);
+    const [later] = await rows<StoredRecord>("SELECT * FROM records WHERE project_id = ? AND id = ?", projectId, traceId);
+    expect(later).toMatchObject({ name: "later", output: "final", is_complete: 1 });
+  });
+
+  it("two records with the same id in one request are a 422 naming both places, and nothing is written", async () => {
+    const [traceId, spanId] = [uuid(), uuid()];
+    const response = await ingest({
+      log_stream_id: logStreamId,
+      traces: [
+        { id: traceId, name: "t", spans: [{ id: spanId, type: "llm" }, { type: "agent", spans: [{ id: spanId, type: "tool" }] }] },
+        { id: traceId, name: "again" },
+      ],
+    });
+    expect(response.status, JSON.stringify(response.body)).toBe(422);
+    const faults = response.body.detail as { loc: unknown[]; type: string; msg: string }[];
+    expect(faults.map((f) => f.loc)).toEqual([
+      ["body", "traces", 0, "spans", 1, "spans", 0, "id"],
+      ["body", "traces", 1, "id"],
+    ]);
+    expect(faults.every((f) => f.type === "value_error" && /traces\.0/.test(f.msg))).toBe(true);
+    expect(await stored([traceId, spanId])).toEqual(new Map());
   });
 
   it("re-posting a session does not duplicate it", async () => {
@@ -435,17 +476,19 @@ describe("an id that belongs to another run", () => {
   });
 
   async function victimUnchanged(): Promise<void> {
-    const victim = (await stored([victimTrace])).get(victimTrace)!;
+    const [victim] = await rows<StoredRecord>("SELECT * FROM records WHERE project_id = ? AND id = ?", projectId, victimTrace);
     expect(victim).toMatchObject({ organization_id: tenant.organizationId, project_id: projectId, run_id: logStreamId, name: "victim" });
-    expect(JSON.parse(victim.user_metadata)).toEqual({ owner: "tenant" });
-    expect(await rows("SELECT key, value, organization_id FROM record_metadata WHERE record_id = ?", victimTrace)).toEqual([
+    expect(JSON.parse(victim!.user_metadata)).toEqual({ owner: "tenant" });
+    const sideRows = (table: string, columns: string) =>
+      rows(`SELECT ${columns} FROM ${table} WHERE record_rid = ?`, (victim as unknown as { rid: number }).rid);
+    expect(await sideRows("record_metadata", "key, value, organization_id")).toEqual([
       { key: "owner", value: "tenant", organization_id: tenant.organizationId },
     ]);
-    expect(await rows("SELECT tag FROM record_tags WHERE record_id = ?", victimTrace)).toEqual([{ tag: "mine" }]);
-    expect(await rows("SELECT name, value FROM record_metrics WHERE record_id = ?", victimTrace)).toEqual([{ name: "toxicity", value: 0.2 }]);
+    expect(await sideRows("record_tags", "tag")).toEqual([{ tag: "mine" }]);
+    expect(await sideRows("record_metrics", "name, value")).toEqual([{ name: "toxicity", value: 0.2 }]);
   }
 
-  it("of another organization is a 409 that changes nothing, not even the rest of the request", async () => {
+  it("used by another organization is that organization's own record: no 409 tells it the id exists", async () => {
     const innocent = uuid();
     const response = await ingest(
       {
@@ -458,34 +501,44 @@ describe("an id that belongs to another run", () => {
       intruder,
       intruderProject,
     );
-    expect(response.status, JSON.stringify(response.body)).toBe(409);
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    await victimUnchanged();
+    const [theirs] = await rows<StoredRecord>("SELECT * FROM records WHERE project_id = ? AND id = ?", intruderProject, victimTrace);
+    expect(theirs).toMatchObject({ organization_id: intruder.organizationId, run_id: intruderStream, name: "stolen" });
+    // And the victim can still write its id afterwards: no tenant can pre-empt another's ids.
+    const again = await ingest({ log_stream_id: logStreamId, traces: [{ id: victimTrace, name: "victim" }] });
+    expect(again.status).toBe(200);
+    await victimUnchanged();
+  });
+
+  it("in another run of the same project is a 409 that changes nothing, not even the rest of the request", async () => {
+    const otherStream = (await call(`/v2/projects/${projectId}/log_streams`, { as: tenant, body: { name: "other" } })).body.id;
+    const innocent = uuid();
+    const response = await ingest({ log_stream_id: otherStream, traces: [{ id: innocent, name: "fine" }, { id: victimTrace, name: "moved" }] });
+    expect(response.status).toBe(409);
     expect(response.body).toEqual({ detail: expect.any(String) });
     await victimUnchanged();
     // The batch is atomic: the other trace of the refused request was not written either.
     expect(await stored([innocent])).toEqual(new Map());
-    expect(await rows("SELECT count(*) AS n FROM records WHERE run_id = ?", intruderStream)).toEqual([{ n: 0 }]);
   });
 
-  it("of another run of the same organization is a 409 too", async () => {
-    const otherStream = (await call(`/v2/projects/${projectId}/log_streams`, { as: tenant, body: { name: "other" } })).body.id;
-    const response = await ingest({ log_stream_id: otherStream, traces: [{ id: victimTrace, name: "moved" }] });
+  it("as a span of the same project is a 409 (an id is one record: a trace cannot become a span)", async () => {
+    const response = await ingest({ log_stream_id: logStreamId, traces: [{ name: "wrapper", spans: [{ id: victimTrace, type: "tool" }] }] });
     expect(response.status).toBe(409);
     await victimUnchanged();
   });
 
-  it("as a span of another organization's trace is a 409", async () => {
-    const response = await ingest(
-      { log_stream_id: intruderStream, traces: [{ name: "wrapper", spans: [{ id: victimTrace, type: "tool" }] }] },
-      intruder,
-      intruderProject,
-    );
+  it("as a session of the same project is a 409", async () => {
+    const response = await call(`/v2/projects/${projectId}/sessions`, { as: tenant, body: { log_stream_id: logStreamId, id: victimTrace } });
     expect(response.status).toBe(409);
     await victimUnchanged();
   });
 
-  it("as a session of another organization is a 409", async () => {
-    const response = await call(`/v2/projects/${intruderProject}/sessions`, { as: intruder, body: { log_stream_id: intruderStream, id: victimTrace } });
-    expect(response.status).toBe(409);
+  it("in another project of the same organization is a record of that project", async () => {
+    const otherProject = (await call("/v2/projects", { as: tenant, body: { name: `other-${uuid()}` } })).body.id;
+    const otherStream = (await call(`/v2/projects/${otherProject}/log_streams`, { as: tenant, body: { name: "default" } })).body.id;
+    const response = await ingest({ log_stream_id: otherStream, traces: [{ id: victimTrace, name: "elsewhere" }] }, tenant, otherProject);
+    expect(response.status).toBe(200);
     await victimUnchanged();
   });
 });

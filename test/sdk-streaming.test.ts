@@ -31,6 +31,10 @@ async function record(id: string): Promise<Record<string, any> | null> {
   return env.DB.prepare("SELECT * FROM records WHERE id = ?").bind(id).first();
 }
 
+async function recordsWithId(id: string): Promise<Record<string, any>[]> {
+  return (await env.DB.prepare("SELECT * FROM records WHERE id = ? ORDER BY organization_id").bind(id).all()).results;
+}
+
 async function tagsOf(id: string): Promise<string[]> {
   const { results } = await env.DB.prepare("SELECT tag FROM record_tags WHERE record_id = ? ORDER BY tag").bind(id).all<{ tag: string }>();
   return results.map((r) => r.tag);
@@ -162,9 +166,11 @@ describe("streaming ingestion in the order the SDK usually delivers it", () => {
     expect(LogTracesIngestResponse$inboundSchema.parse(started.body).tracesCount).toBe(1);
 
     const trace = await record(traceId);
-    expect(trace).toMatchObject({ output: "final", is_complete: 1, has_children: 1, input: "hello", tags: "[]" });
+    // The update's empty tag list is "no tags given": it never erases the tags the trace was
+    // created with, whichever of the two arrives first (write-records.ts, merge rules).
+    expect(trace).toMatchObject({ output: "final", is_complete: 1, has_children: 1, input: "hello", tags: '["start"]' });
     expect(trace!.updated_at).toBeGreaterThan(0);
-    expect(await tagsOf(traceId)).toEqual([]);
+    expect(await tagsOf(traceId)).toEqual(["start"]);
     expect(await heldPatches(traceId)).toBe(0);
     for (const id of [workflowId, llmId]) expect(await record(id)).toMatchObject({ is_complete: 1, trace_id: traceId });
   });
@@ -291,13 +297,30 @@ describe("tenancy and validation", () => {
     expect(await record(spanId)).toMatchObject({ run_id: b.logStreamId, is_complete: 0, session_id: null });
   });
 
-  it("refuses a span id that belongs to another run (409)", async () => {
+  it("refuses a span id that belongs to another run of the project (409)", async () => {
     const a = await newStream();
-    const b = await newStream(a.tenant);
+    const otherRun = await call(`/v2/projects/${a.projectId}/log_streams`, { as: a.tenant, body: { name: "other" } });
+    const b = { ...a, logStreamId: otherRun.body.id as string };
     const spanId = crypto.randomUUID();
     expect((await postSpan(a, crypto.randomUUID(), crypto.randomUUID(), llmSpan(spanId))).status).toBe(200);
     const stolen = await postSpan(b, crypto.randomUUID(), crypto.randomUUID(), llmSpan(spanId));
     expect(stolen.status).toBe(409);
+  });
+
+  it("keeps a span id that another organization also uses apart: two records, neither touched", async () => {
+    const a = await newStream();
+    const b = await newStream();
+    const spanId = crypto.randomUUID();
+    expect((await postSpan(a, crypto.randomUUID(), crypto.randomUUID(), { ...llmSpan(spanId), name: "a" })).status).toBe(200);
+    expect((await postSpan(b, crypto.randomUUID(), crypto.randomUUID(), { ...llmSpan(spanId), name: "b" })).status).toBe(200);
+    expect((await patchSpan(b, spanId, { output: "b-out" })).body).toMatchObject({ pending: false });
+    const both = await recordsWithId(spanId);
+    expect(both.map((r) => [r.project_id, r.name, r.output === "b-out"]).sort()).toEqual(
+      [
+        [a.projectId, "a", false],
+        [b.projectId, "b", true],
+      ].sort(),
+    );
   });
 
   it("answers FastAPI-shaped 422s for bad streaming requests", async () => {
@@ -376,8 +399,9 @@ describe("query plans", () => {
       runId: s.logStreamId,
     });
     heldPatchStatements(db, [id, crypto.randomUUID()], s.logStreamId);
-    linkStoredSpansStatements(db, { records: [{ record_type: "trace", id, session_id: crypto.randomUUID(), is_complete: 1 }] } as never, s.logStreamId);
-    linkToStoredTraceStatements(db, [id], s.logStreamId);
+    const scope = { projectId: s.projectId, runId: s.logStreamId };
+    linkStoredSpansStatements(db, { records: [{ record_type: "trace", id, session_id: crypto.randomUUID(), is_complete: 1 }] } as never, scope);
+    linkToStoredTraceStatements(db, [id], scope);
     expect(prepared.length).toBeGreaterThan(15);
     let drivenByRun = 0;
     for (const { sql, params } of prepared) {
@@ -392,7 +416,7 @@ describe("query plans", () => {
         expect(details, sql).toMatch(/SEARCH record_patches USING (COVERING )?INDEX record_patches_run/);
       }
     }
-    expect(drivenByRun).toBe(7); // the six statements applying held updates, and the one forgetting them
+    expect(drivenByRun).toBe(8); // the seven statements applying held updates, and the one forgetting them
   });
 
   it("the batch writer of every ingest never walks a run (its has_children probe uses the parent index)", async () => {
@@ -400,11 +424,10 @@ describe("query plans", () => {
     const { traceRows } = await import("../src/ingest/record-rows");
     const s = await newStream();
     const { db, prepared } = recordingDb();
-    const scope = { organizationId: s.tenant.organizationId, runId: s.logStreamId };
+    const scope = { organizationId: s.tenant.organizationId, projectId: s.projectId, runId: s.logStreamId };
     const span = { type: "llm" as const, name: "l", tags: ["x"], metrics: { m: 1 }, user_metadata: { k: "v" } };
     const rows = traceRows([{ type: "trace", name: "t", spans: [span] }], {
       ...scope,
-      projectId: s.projectId,
       sessionId: null,
       isComplete: null,
       nowMicros: Date.now() * 1000,

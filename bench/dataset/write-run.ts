@@ -24,8 +24,11 @@ import { type RunPlan, sessionInput, traceInput } from "./synthetic-traces";
 /** Traces per ingest request, as an SDK flush of a busy application would send them. */
 export const TRACES_PER_REQUEST = 100;
 
-/** Indexes the write statements read (conflict target, `has_children` lookup, side-row deletes). */
-const INDEXES_USED_BY_WRITES = new Set(["records_parent"]);
+/**
+ * Indexes the write statements read: the upsert's conflict target (which must exist: it is
+ * UNIQUE) and the `has_children` lookup. (Side-row deletes use the side tables' primary keys.)
+ */
+const INDEXES_USED_BY_WRITES = new Set(["records_project_record_id", "records_parent"]);
 
 export interface RunScope {
   organizationId: string;
@@ -41,13 +44,11 @@ export function ingestStatements(batch: RecordBatch, scope: RunScope): SqlStatem
 
 /** Several builders' batches as one (one request's worth of statements). */
 export function mergeBatches(batches: RecordBatch[]): RecordBatch {
-  const merged: RecordBatch = { records: [], metadata: [], tags: [], metrics: [], parentIds: [], presentColumns: [] };
+  const merged: RecordBatch = { records: [], encoded: [], parentIds: [], presentColumns: [] };
   const present = new Set<string>();
   for (const batch of batches) {
     merged.records.push(...batch.records);
-    merged.metadata.push(...batch.metadata);
-    merged.tags.push(...batch.tags);
-    merged.metrics.push(...batch.metrics);
+    merged.encoded.push(...batch.encoded);
     merged.parentIds.push(...batch.parentIds);
     for (const [family, column] of batch.presentColumns) {
       const key = `${family}\u0000${column}`;

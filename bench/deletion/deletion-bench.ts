@@ -57,23 +57,37 @@ interface OrgJob {
   progress: { sessions_deleted: number; traces_deleted: number; spans_deleted: number };
 }
 
-/** The records the job must delete, computed independently of the service, on the file. */
+/**
+ * The records the job must delete, computed independently of the service, on the file: the
+ * matching sessions with their traces, the matching traces, the spans of all those, and the
+ * spans that match on their own metadata with every span below them.
+ */
+const DOOMED = (organizationId: string, key: string, value: string) => [
+  `CREATE TEMP TABLE doomed (rid INTEGER PRIMARY KEY);`,
+  `CREATE TEMP TABLE roots AS SELECT r.rid, r.id, r.run_id, r.record_type FROM record_metadata m JOIN records r ON r.rid = m.record_rid
+     WHERE m.organization_id = ${sqlLiteral(organizationId)} AND m.key = ${sqlLiteral(key)} AND m.value = ${sqlLiteral(value)};`,
+  "INSERT OR IGNORE INTO doomed SELECT rid FROM roots WHERE record_type IN ('session', 'trace');",
+  "INSERT OR IGNORE INTO doomed SELECT r.rid FROM roots s JOIN records r ON r.session_id = s.id AND r.run_id = s.run_id WHERE s.record_type = 'session' AND r.record_type IN ('trace', 'span');",
+  "INSERT OR IGNORE INTO doomed SELECT r.rid FROM doomed d JOIN records t ON t.rid = d.rid AND t.record_type = 'trace' JOIN records r ON r.trace_id = t.id AND r.run_id = t.run_id AND r.record_type = 'span';",
+  `INSERT OR IGNORE INTO doomed WITH RECURSIVE below(rid, id, run_id) AS (
+     SELECT rid, id, run_id FROM roots WHERE record_type = 'span'
+     UNION SELECT c.rid, c.id, c.run_id FROM below b JOIN records c ON c.parent_id = b.id AND c.run_id = b.run_id AND c.record_type = 'span')
+   SELECT rid FROM below;`,
+];
+
 async function expectedDeletion(dataset: Dataset, value: string): Promise<Counts> {
   const { organizationId } = dataset.manifest.tenant;
   const { key } = dataset.manifest.deletion;
-  const [row] = await queryJson<Counts>(dataset.sqliteFile, {
-    sql: `WITH roots AS (
-            SELECT record_id AS id, record_type FROM record_metadata
-            WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace')),
-          traces AS (
-            SELECT id FROM roots WHERE record_type = 'trace'
-            UNION SELECT r.id FROM records r JOIN roots s ON s.record_type = 'session' AND r.session_id = s.id AND r.record_type = 'trace')
-          SELECT (SELECT count(*) FROM roots WHERE record_type = 'session') AS sessions,
-                 (SELECT count(*) FROM traces) AS traces,
-                 (SELECT count(*) FROM records WHERE record_type = 'span' AND trace_id IN (SELECT id FROM traces)) AS spans`,
-    params: [organizationId, key, value],
-  });
-  return row!;
+  const script = [
+    ".mode json",
+    ...DOOMED(organizationId, key, value),
+    `SELECT sum(r.record_type = 'session') AS sessions, sum(r.record_type = 'trace') AS traces, sum(r.record_type = 'span') AS spans
+       FROM doomed d JOIN records r ON r.rid = d.rid;`,
+    "",
+  ].join("\n");
+  const { stdout } = await runSqlite(dataset.sqliteFile, script, { timeoutMs: 1_800_000 });
+  const [row] = JSON.parse(stdout.trim() || "[{}]") as Partial<Counts>[];
+  return { sessions: row?.sessions ?? 0, traces: row?.traces ?? 0, spans: row?.spans ?? 0 };
 }
 
 /**
@@ -88,14 +102,11 @@ async function plainDelete(dataset: Dataset): Promise<{ seconds: number; deleted
     "PRAGMA foreign_keys = ON;",
     ".timer on",
     "BEGIN;",
-    `CREATE TEMP TABLE doomed (id TEXT PRIMARY KEY) WITHOUT ROWID;`,
-    `INSERT INTO doomed SELECT record_id FROM record_metadata WHERE organization_id = ${sqlLiteral(organizationId)} AND key = ${sqlLiteral(key)} AND value = ${sqlLiteral(value)} AND record_type IN ('session', 'trace');`,
-    "INSERT OR IGNORE INTO doomed SELECT r.id FROM records r WHERE r.record_type = 'trace' AND r.session_id IN (SELECT id FROM doomed);",
-    "INSERT OR IGNORE INTO doomed SELECT r.id FROM records r WHERE r.record_type = 'span' AND r.trace_id IN (SELECT id FROM doomed);",
-    "DELETE FROM record_metadata WHERE record_id IN (SELECT id FROM doomed);",
-    "DELETE FROM record_tags WHERE record_id IN (SELECT id FROM doomed);",
-    "DELETE FROM record_metrics WHERE record_id IN (SELECT id FROM doomed);",
-    "DELETE FROM records WHERE id IN (SELECT id FROM doomed);",
+    ...DOOMED(organizationId, key, value),
+    "DELETE FROM record_metadata WHERE record_rid IN (SELECT rid FROM doomed);",
+    "DELETE FROM record_tags WHERE record_rid IN (SELECT rid FROM doomed);",
+    "DELETE FROM record_metrics WHERE record_rid IN (SELECT rid FROM doomed);",
+    "DELETE FROM records WHERE rid IN (SELECT rid FROM doomed);",
     "COMMIT;",
     ".timer off",
     "SELECT count(*) FROM doomed;",

@@ -143,23 +143,37 @@ async function serviceThroughput(dataset: Dataset, loads: { clients: number; loa
   });
 }
 
+/** Row keys for the plain INSERTs: far above any rid SQLite assigns the dataset, one block per request. */
+let plainRidBase = 1_000_000_000_000;
+
 /** Plain multi-row INSERTs of a batch's rows: the simplest way to put them in SQLite. */
 function plainInserts(batch: RecordBatch, scope: RunScope): string {
   const rows = (values: SqlValue[][]) => values.map((v) => `(${v.map(sqlLiteral).join(",")})`).join(",\n");
   const parents = new Set(batch.parentIds);
+  const rid = new Map(batch.records.map((r, i) => [r.id, plainRidBase + i]));
+  plainRidBase += batch.records.length;
+  const metadata: SqlValue[][] = [];
+  const tags: SqlValue[][] = [];
+  const metrics: SqlValue[][] = [];
+  for (const r of batch.records) {
+    const base = [rid.get(r.id)!, r.id] as SqlValue[];
+    for (const [key, value] of Object.entries(JSON.parse(r.user_metadata) as Record<string, string>)) {
+      metadata.push([...base, key, value, scope.organizationId, scope.runId, r.record_type, r.created_at]);
+    }
+    for (const tag of new Set(JSON.parse(r.tags) as string[])) tags.push([...base, tag, scope.runId, r.record_type, r.created_at]);
+    for (const [name, value] of Object.entries(JSON.parse(r.metrics) as Record<string, number>)) {
+      metrics.push([...base, name, value, scope.runId, r.record_type, r.created_at]);
+    }
+  }
   const parts = [
-    `INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children) VALUES\n${rows(batch.records.map((r) => [...RECORD_COLUMNS.map((c) => r[c] as SqlValue), parents.has(r.id) ? 1 : 0]))};`,
+    `INSERT INTO records (rid, ${RECORD_COLUMNS.join(", ")}, has_children) VALUES\n${rows(batch.records.map((r) => [rid.get(r.id)!, ...RECORD_COLUMNS.map((c) => r[c] as SqlValue), parents.has(r.id) ? 1 : 0]))};`,
   ];
-  if (batch.metadata.length > 0) {
-    parts.push(`INSERT INTO record_metadata (record_id, key, value, organization_id, run_id, record_type, created_at) VALUES\n${rows(batch.metadata.map((m) => [m.record_id, m.key, m.value, scope.organizationId, scope.runId, m.record_type, m.created_at]))};`);
+  if (metadata.length > 0) {
+    parts.push(`INSERT INTO record_metadata (record_rid, record_id, key, value, organization_id, run_id, record_type, created_at) VALUES\n${rows(metadata)};`);
   }
-  if (batch.tags.length > 0) {
-    parts.push(`INSERT INTO record_tags (record_id, tag, run_id, record_type, created_at) VALUES\n${rows(batch.tags.map((t) => [t.record_id, t.tag, scope.runId, t.record_type, t.created_at]))};`);
-  }
-  if (batch.metrics.length > 0) {
-    parts.push(`INSERT INTO record_metrics (record_id, name, value, run_id, record_type, created_at) VALUES\n${rows(batch.metrics.map((m) => [m.record_id, m.name, m.value, scope.runId, m.record_type, m.created_at]))};`);
-  }
-  parts.push(`UPDATE records SET has_children = 1 WHERE id IN (${batch.parentIds.map(sqlLiteral).join(",")}) AND has_children = 0;`);
+  if (tags.length > 0) parts.push(`INSERT INTO record_tags (record_rid, record_id, tag, run_id, record_type, created_at) VALUES\n${rows(tags)};`);
+  if (metrics.length > 0) parts.push(`INSERT INTO record_metrics (record_rid, record_id, name, value, run_id, record_type, created_at) VALUES\n${rows(metrics)};`);
+  parts.push(`UPDATE records SET has_children = 1 WHERE project_id = ${sqlLiteral(scope.projectId)} AND id IN (${batch.parentIds.map(sqlLiteral).join(",")}) AND has_children = 0;`);
   parts.push(`INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id) VALUES ${rows(batch.presentColumns.map(([family, column]) => [scope.runId, family, column]))};`);
   return parts.join("\n");
 }

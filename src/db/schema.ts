@@ -6,6 +6,9 @@
  * Conventions:
  * - ids are UUID strings; timestamps are integers in microseconds since the epoch, so that
  *   ranges and orderings compare integers and every order index stays small.
+ * - A record's id is the client's, unique within its project (not across the database: no
+ *   tenant can learn about, or pre-empt, another tenant's ids). Inside the database a record is
+ *   known by `rid`, its integer row key, which side rows reference.
  * - One `records` table holds sessions, traces and spans (`record_type` says which, `type` the
  *   kind), so that search, counts and deletion are one code path for every kind.
  * - User metadata, tags and metric values are kept twice: as JSON on the record (returned as is,
@@ -109,7 +112,10 @@ export const runs = sqliteTable(
 export const records = sqliteTable(
   "records",
   {
-    id: text("id").primaryKey(),
+    /** The row key (SQLite's rowid): side rows reference it. Never shown to clients. */
+    rid: integer("rid").primaryKey(),
+    /** The client's id: unique within the project (records_project_record_id). */
+    id: text("id").notNull(),
     organizationId: text("organization_id")
       .notNull()
       .references(() => organizations.id),
@@ -172,6 +178,8 @@ export const records = sqliteTable(
     previousSessionId: text("previous_session_id"),
   },
   (t) => [
+    // Upserts by the client's id, and lookups by id, always within one project.
+    uniqueIndex("records_project_record_id").on(t.projectId, t.id),
     // Native order (created_at desc, id desc) and date ranges within a run.
     index("records_run_order").on(t.runId, t.recordType, t.createdAt, t.id),
     // Id order within a run: search sorted by `id`, and the records without a value of a metric
@@ -194,13 +202,24 @@ export const records = sqliteTable(
   ],
 );
 
+/**
+ * Side rows reference their record by `rid` and are WITHOUT ROWID tables keyed by
+ * (record_rid, ...) (the migration says so: drizzle's DSL cannot), so every secondary index
+ * carries the record's rid and a search joins back to `records` by rowid. They also repeat the
+ * record's client id (`record_id`), which the order indexes end with: the native order breaks
+ * created_at ties by id.
+ */
+const recordRid = () =>
+  integer("record_rid")
+    .notNull()
+    .references(() => records.rid, { onDelete: "cascade" });
+
 /** One row per (record, metadata key). Serves metadata filters and deletion by metadata. */
 export const recordMetadata = sqliteTable(
   "record_metadata",
   {
-    recordId: text("record_id")
-      .notNull()
-      .references(() => records.id, { onDelete: "cascade" }),
+    recordRid: recordRid(),
+    recordId: text("record_id").notNull(),
     key: text("key").notNull(),
     value: text("value").notNull(),
     organizationId: text("organization_id").notNull(),
@@ -209,7 +228,7 @@ export const recordMetadata = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.recordId, t.key] }),
+    primaryKey({ columns: [t.recordRid, t.key] }),
     // `user_metadata.<key>` = value within a run, already in native order.
     index("record_metadata_run_key_value_order").on(
       t.runId,
@@ -228,16 +247,15 @@ export const recordMetadata = sqliteTable(
 export const recordTags = sqliteTable(
   "record_tags",
   {
-    recordId: text("record_id")
-      .notNull()
-      .references(() => records.id, { onDelete: "cascade" }),
+    recordRid: recordRid(),
+    recordId: text("record_id").notNull(),
     tag: text("tag").notNull(),
     runId: text("run_id").notNull(),
     recordType: text("record_type").notNull(),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.recordId, t.tag] }),
+    primaryKey({ columns: [t.recordRid, t.tag] }),
     index("record_tags_run_tag_order").on(t.runId, t.recordType, t.tag, t.createdAt, t.recordId),
   ],
 );
@@ -246,9 +264,8 @@ export const recordTags = sqliteTable(
 export const recordMetrics = sqliteTable(
   "record_metrics",
   {
-    recordId: text("record_id")
-      .notNull()
-      .references(() => records.id, { onDelete: "cascade" }),
+    recordRid: recordRid(),
+    recordId: text("record_id").notNull(),
     name: text("name").notNull(),
     value: real("value").notNull(),
     runId: text("run_id").notNull(),
@@ -256,7 +273,7 @@ export const recordMetrics = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [
-    primaryKey({ columns: [t.recordId, t.name] }),
+    primaryKey({ columns: [t.recordRid, t.name] }),
     index("record_metrics_run_name_value").on(t.runId, t.recordType, t.name, t.value, t.recordId),
   ],
 );
@@ -319,6 +336,22 @@ export const recordPatches = sqliteTable(
     // Expiry of updates whose record never arrived, oldest first.
     index("record_patches_created").on(t.createdAt),
   ],
+);
+
+/**
+ * Ids of records erased by a deletion job, kept for TOMBSTONE_MICROS (src/ingest/tombstones.ts):
+ * a record, span or update that arrives later naming one of them (as its own id, its trace,
+ * its session or its parent) is not stored, so an erasure cannot be undone by a client's
+ * retry or a streaming straggler. Purged on schedule.
+ */
+export const recordTombstones = sqliteTable(
+  "record_tombstones",
+  {
+    projectId: text("project_id").notNull(),
+    recordId: text("record_id").notNull(),
+    deletedAt: integer("deleted_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.recordId] }), index("record_tombstones_deleted").on(t.deletedAt)],
 );
 
 export const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const;

@@ -40,6 +40,7 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve
 
 export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudget): Promise<AdvanceResult> {
   const job = await deletionJobById(d1, jobId);
+  let queries = 1;
   if (!job) return { state: "missing" };
   const stats: ChunkStats = { chunks: 0, longestChunkMs: 0, lastSpanLimit: 0 };
   if (job.status === "completed" || job.status === "failed") {
@@ -53,6 +54,7 @@ export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudg
     const limits = fixedChunkLimits() ?? sizer.limits();
     const chunkStarted = Date.now();
     const chunk = await deleteChunk(d1, job, limits);
+    queries += 1;
     const chunkMs = Date.now() - chunkStarted;
     sizer.record(chunkMs);
     stats.chunks += 1;
@@ -68,7 +70,7 @@ export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudg
     if (removed <= 0) throw new Error(`deletion job ${job.id}: a chunk made no progress while matches remain`);
     deleted += removed;
     await deletionTestSeam.afterChunk?.(job.id);
-    if (Date.now() - started >= budget.maxMillis || deleted >= budget.maxRecords) {
+    if (Date.now() - started >= budget.maxMillis || deleted >= budget.maxRecords || queries >= budget.maxQueries) {
       return { state: "unfinished", progress: chunk.progress, stats };
     }
     await yieldToEventLoop();

@@ -8,18 +8,7 @@ import { nowMicros } from "../db/client";
 import type { JobStatus } from "../db/schema";
 import type { ChunkLimits } from "./deletion-budgets";
 import type { DeletionCounts, DeletionJob } from "./deletion-jobs";
-import {
-  COMPLETE_IF_DONE,
-  COUNT_DELETED_SESSIONS,
-  COUNT_DELETED_SPANS,
-  COUNT_DELETED_TRACES,
-  DELETE_SESSIONS,
-  DELETE_SPANS,
-  DELETE_TRACES,
-  JOB_PROGRESS,
-  MARK_RUNNING,
-  REFRESH_PARENTS,
-} from "./deletion-sql";
+import { CHUNK_STATEMENTS, type ChunkValues } from "./deletion-sql";
 
 export interface ChunkOutcome {
   /** The job after the chunk: `completed` when nothing matching is left. */
@@ -38,21 +27,28 @@ interface ProgressRow {
   spans_deleted: number;
 }
 
+/**
+ * A tombstone stamp for one chunk: a time in microseconds (milliseconds and a random
+ * sub-millisecond part), so that the scheduled purge can age tombstones out and two chunks
+ * running at once (two deliveries, two jobs) tell their tombstones apart.
+ */
+export function chunkStamp(): number {
+  return Date.now() * 1000 + Math.floor(Math.random() * 1000);
+}
+
 export async function deleteChunk(d1: D1Database, job: DeletionJob, limits: ChunkLimits): Promise<ChunkOutcome> {
-  const now = nowMicros();
-  const scope = [job.organizationId, job.key, job.value, job.id] as const;
-  const results = await d1.batch([
-    d1.prepare(MARK_RUNNING).bind(job.id, now),
-    d1.prepare(DELETE_SPANS).bind(...scope, limits.roots, limits.sessionTraces, limits.spans),
-    d1.prepare(COUNT_DELETED_SPANS).bind(job.id, now),
-    d1.prepare(REFRESH_PARENTS).bind(...scope, limits.roots, limits.sessionTraces),
-    d1.prepare(DELETE_TRACES).bind(...scope, limits.roots, limits.sessionTraces),
-    d1.prepare(COUNT_DELETED_TRACES).bind(job.id, now),
-    d1.prepare(DELETE_SESSIONS).bind(...scope, limits.roots),
-    d1.prepare(COUNT_DELETED_SESSIONS).bind(job.id, now),
-    d1.prepare(COMPLETE_IF_DONE).bind(job.id, now, job.organizationId, job.key, job.value),
-    d1.prepare(JOB_PROGRESS).bind(job.id),
-  ]);
+  const values: ChunkValues = {
+    organizationId: job.organizationId,
+    key: job.key,
+    value: job.value,
+    jobId: job.id,
+    roots: limits.roots,
+    sessionTraces: limits.sessionTraces,
+    spans: limits.spans,
+    stamp: chunkStamp(),
+    now: nowMicros(),
+  };
+  const results = await d1.batch(CHUNK_STATEMENTS.map((s) => d1.prepare(s.sql).bind(...s.params.map((name) => values[name]))));
   const row = results.at(-1)?.results[0] as ProgressRow | undefined;
   if (!row) throw new Error(`deletion job ${job.id} vanished during a chunk`);
   return {

@@ -17,19 +17,26 @@ export interface WorkBudget {
   maxMillis: number;
   /** No new chunk starts once this many records have been deleted. */
   maxRecords: number;
+  /**
+   * No new chunk starts once this many D1 queries (calls: a chunk's batch is one) have been made.
+   * A Worker invocation may make at most 1,000 D1 queries on a paid plan; the rest of the
+   * invocation (authentication, the job's own rows) stays well inside the difference.
+   */
+  maxQueries: number;
 }
 
 // One chunk's size is not fixed: ChunkSizer (chunk-sizer.ts) scales it to what a chunk costs.
 
 /** `immediate=true`: what the request itself deletes before handing the rest to the queue. */
-export const IMMEDIATE_BUDGET: Readonly<WorkBudget> = { maxMillis: 5_000, maxRecords: 10_000 };
+export const IMMEDIATE_BUDGET: Readonly<WorkBudget> = { maxMillis: 5_000, maxRecords: 10_000, maxQueries: 200 };
 
 /**
  * One queue message: then a continuation is enqueued, so one long job never holds the consumer
- * (max_concurrency 1) for long, and every message stays far inside the 15-minute wall limit of a
- * consumer invocation even with a full batch of 10 messages.
+ * (max_concurrency 1) for long. The deletion queue delivers one message per invocation
+ * (max_batch_size 1 in wrangler.toml), so this is also the invocation's budget: far inside the
+ * 15-minute wall limit, and 500 of the 1,000 D1 queries an invocation may make.
  */
-export const MESSAGE_BUDGET: Readonly<WorkBudget> = { maxMillis: 20_000, maxRecords: 200_000 };
+export const MESSAGE_BUDGET: Readonly<WorkBudget> = { maxMillis: 20_000, maxRecords: 200_000, maxQueries: 500 };
 
 /** Delay before the next attempt of a failed message: 2, 4, 8, ... seconds, capped at 10 minutes. */
 export function retryDelaySeconds(attempts: number): number {

@@ -33,10 +33,10 @@ const deleteByMetadata = createRoute({
   method: "post",
   path: "/org-jobs/delete-by-metadata",
   tags: ["Organization jobs"],
-  summary: "Delete every session and trace of the organization whose user_metadata[key] equals value",
+  summary: "Delete every session, trace and span of the organization whose user_metadata[key] equals value",
   description: [
-    "Deletes, in every project and run of the caller's organization, each session and trace whose `user_metadata[metadata_key]` equals `metadata_value` exactly, with all traces of such a session, all spans of such traces, and their metadata, tags and metrics.",
-    "Default: a job is queued and its id returned at once; follow it with `GET /v2/org-jobs/{job_id}`. `immediate=true` deletes inside the request up to a fixed budget (5 s or 10,000 records): if that finishes, `job_id` is null and `deleted` gives the counts, otherwise the rest continues as the returned job. `dry_run=true` only counts (`would_delete`).",
+    "Deletes, in every project and run of the caller's organization, each session, trace and span whose `user_metadata[metadata_key]` equals `metadata_value` exactly, with all traces of such a session, all spans of such traces, every span below such a span, their metadata, tags and metrics, and the streaming updates held for them. Erased ids are tombstoned for seven days: a record or update that arrives later naming one of them is not stored.",
+    "Default: a job is queued and its id returned at once; follow it with `GET /v2/org-jobs/{job_id}`. `immediate=true` deletes inside the request up to a fixed budget (5 s or 10,000 records): if that finishes, `job_id` is null and `deleted` gives the counts, otherwise the rest continues as the returned job. `dry_run=true` only counts (`would_delete`; `would_delete_is_exact` is false when the count stopped at its bound of 20,000 matching records).",
     "`job_id` is null when nothing matches. Admins only.",
   ].join("\n\n"),
   middleware: [adminOnly] as const,
@@ -85,17 +85,21 @@ export function registerDeletion(app: Router): void {
     const what = `user_metadata[${JSON.stringify(metadata_key)}] = ${JSON.stringify(metadata_value)}`;
 
     if (dry_run) {
-      const counts = await countDeletionSet(c.env.DB, selector);
-      return c.json({ job_id: null, message: `Dry run: deleting ${what} would remove ${describeCounts(counts)}. Nothing was deleted.`, would_delete: counts }, 200);
+      const { counts, exact } = await countDeletionSet(c.env.DB, selector);
+      const amount = exact ? describeCounts(counts) : `at least ${describeCounts(counts)} (the count stopped there: more match)`;
+      return c.json(
+        { job_id: null, message: `Dry run: deleting ${what} would remove ${amount}. Nothing was deleted.`, would_delete: counts, would_delete_is_exact: exact },
+        200,
+      );
     }
     if (!(await anyMatch(c.env.DB, selector))) {
-      return c.json({ job_id: null, message: `No session or trace of the organization has ${what}: nothing to delete.` }, 200);
+      return c.json({ job_id: null, message: `No session, trace or span of the organization has ${what}: nothing to delete.` }, 200);
     }
     const submitter = { organizationId: principal.organizationId, userId: principal.userId };
     const request = { metadata_key, metadata_value, immediate };
     if (!immediate) {
       const jobId = await startQueuedDeletion(c.env, submitter, request);
-      return c.json({ job_id: jobId, message: `Deletion of every session and trace with ${what} is queued as job ${jobId}; follow it with GET /v2/org-jobs/${jobId}.` }, 200);
+      return c.json({ job_id: jobId, message: `Deletion of every session, trace and span with ${what} is queued as job ${jobId}; follow it with GET /v2/org-jobs/${jobId}.` }, 200);
     }
     const outcome = await deleteWithinRequest(c.env, submitter, request, waitUntilOf(c));
     if (outcome.finished) {

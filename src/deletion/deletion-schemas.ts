@@ -31,6 +31,9 @@ export const OrgMetadataDeleteResponse = z
     message: z.string(),
     deleted: Counts.optional().openapi({ description: "immediate=true: the records this request deleted." }),
     would_delete: Counts.optional().openapi({ description: "dry_run=true: the records a deletion would remove now." }),
+    would_delete_is_exact: z.boolean().optional().openapi({
+      description: "dry_run=true: false when the count stopped at its bound (20,000 matching records): the deletion would remove at least `would_delete`.",
+    }),
   })
   .openapi("OrgMetadataDeleteResponse");
 

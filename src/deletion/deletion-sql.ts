@@ -2,169 +2,281 @@
  * The SQL of deletion by metadata. Plain text with bound parameters only: the metadata key and
  * value, the organization, the job id and the chunk limits are always bound, never spliced.
  *
- * What is deleted (the "deletion set" of one organization, key and value):
+ * What is deleted (the "deletion set" of one organization, key and value; contract section 6):
  * - MS: the organization's sessions whose user_metadata[key] = value;
  * - T:  its traces whose user_metadata[key] = value, and the traces of the sessions in MS;
- * - the spans of the traces in T and of the sessions in MS.
- * A child belongs to a parent when it names the parent (`session_id`, `trace_id`) from the same
- * run, as streaming ingestion links them: ids are chosen by clients, so a record of another run,
- * or of another organization, may name one of ours without being part of it.
+ * - the spans of the traces in T and of the sessions in MS;
+ * - MP: its spans whose own user_metadata[key] = value, with every span below them.
+ * A child belongs to a parent when it names the parent (`session_id`, `trace_id`, `parent_id`)
+ * from the same run, as streaming ingestion links them.
  * Matches are found through `record_metadata_org_key_value` (organization_id, key, value,
- * record_type); children through `records_trace` (trace_id, record_type) and `records_session`
- * (session_id, record_type), with the run checked on the row: `+run_id` keeps the planner off the
- * run indexes, which would walk a whole run to find one parent's children. Joins from a bounded
- * set (roots, a page) to `records` are written CROSS JOIN, which SQLite reads as "keep this
- * order": left alone, it may scan `records` and probe the small set instead.
- * test/deletion-query-plans.test.ts holds every statement to these plans.
+ * record_type); children through `records_trace` (trace_id, record_type), `records_session`
+ * (session_id, record_type) and `records_parent` (parent_id), with the run checked on the row:
+ * `+run_id` keeps the planner off the run indexes, which would walk a whole run to find one
+ * parent's children. Joins from a bounded set (roots, a page) to `records` are written CROSS
+ * JOIN, which SQLite reads as "keep this order". test/deletion-query-plans.test.ts holds every
+ * statement to these plans.
+ *
+ * A chunk first writes a tombstone (record_tombstones) for every record it is about to delete,
+ * stamped with the chunk's stamp, and then deletes exactly the records tombstoned with that
+ * stamp: the set is computed once, the tombstones are exactly what was erased, and a record,
+ * span or update that arrives later naming an erased id is not stored (src/ingest/tombstones.ts).
  *
  * Order: a record is deleted only once nothing that hangs from it is left (spans before their
- * trace, traces and spans before their session), and a matching session or trace is what makes
- * its subtree findable. A crash between two chunks therefore never strands records that no
- * longer match: whatever is left is still reachable from a surviving match.
+ * trace, traces and spans before their session, the spans below a matching span leaves first,
+ * the matching span last), and a matching record is what makes its subtree findable. A crash
+ * between two chunks therefore never strands records that no longer match: whatever is left is
+ * still reachable from a surviving match.
  *
- * Metadata, tag and metric rows go with their record by ON DELETE CASCADE: that is one primary-key
- * probe per side table and record, which an explicit DELETE before it would only repeat (the
- * foreign-key check still probes after it). `changes()` counts only the records themselves.
+ * Metadata, tag and metric rows go with their record by ON DELETE CASCADE. Held updates
+ * (record_patches) of the erased ids go in the same chunk. `changes()` counts only the records.
  */
 
+/** A statement and the positions of the chunk's values it binds, in order (see ChunkValues). */
+export interface ChunkStatement {
+  sql: string;
+  params: readonly (keyof ChunkValues)[];
+}
+
+/** Everything a chunk's statements may bind. */
+export interface ChunkValues {
+  organizationId: string;
+  key: string;
+  value: string;
+  jobId: string;
+  /** Matching sessions, traces and spans looked at per chunk. */
+  roots: number;
+  /** Traces of matching sessions looked at per chunk. */
+  sessionTraces: number;
+  /** Spans deleted per chunk at most. */
+  spans: number;
+  /** The chunk's tombstone stamp (deleted_at): a time in microseconds, unique to the chunk. */
+  stamp: number;
+  now: number;
+}
+
+const statement = (sql: string, ...params: (keyof ChunkValues)[]): ChunkStatement => ({ sql, params });
+
 /*
- * Chunk statements bind, in this order: ?1 organization, ?2 key, ?3 value, ?4 job id, ?5 matching
- * sessions and traces looked at, ?6 traces of matching sessions looked at, ?7 spans deleted at most.
+ * Parameter numbers used in the chunk statements: ?1 organization, ?2 key, ?3 value, ?4 job id,
+ * ?5 roots looked at, ?6 traces of matching sessions looked at, ?7 spans at most, ?8 stamp.
  */
-const ACTIVE_ROOTS = `
-active AS (SELECT 1 FROM org_jobs WHERE id = ?4 AND status IN ('queued', 'running')),
+const CHUNK_PARAMS: readonly (keyof ChunkValues)[] = ["organizationId", "key", "value", "jobId", "roots", "sessionTraces", "spans", "stamp"];
+
+const ACTIVE = `active AS (SELECT 1 FROM org_jobs WHERE id = ?4 AND status IN ('queued', 'running'))`;
+
+const ROOTS = `
 roots AS (
-  SELECT record_id AS id, record_type AS kind, run_id FROM record_metadata
-  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace')
-    AND EXISTS (SELECT 1 FROM active)
-  LIMIT ?5
+  SELECT r.rid, r.id, r.record_type AS kind, r.run_id, r.project_id FROM (
+    SELECT record_rid FROM record_metadata
+    WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace')
+      AND EXISTS (SELECT 1 FROM active)
+    LIMIT ?5
+  ) AS m CROSS JOIN records AS r ON r.rid = m.record_rid
 ),
-root_sessions AS (SELECT id, run_id FROM roots WHERE kind = 'session')`;
+root_sessions AS (SELECT id, run_id, project_id FROM roots WHERE kind = 'session')`;
 
 const CANDIDATE_TRACES = `
 candidate_traces AS (
-  SELECT id, run_id FROM roots WHERE kind = 'trace'
+  SELECT rid, id, run_id, project_id FROM roots WHERE kind = 'trace'
   UNION ALL
-  SELECT id, run_id FROM (
-    SELECT t.id, t.run_id FROM root_sessions AS rs
+  SELECT rid, id, run_id, project_id FROM (
+    SELECT t.rid, t.id, t.run_id, t.project_id FROM root_sessions AS rs
     CROSS JOIN records AS t ON t.session_id = rs.id AND t.record_type = 'trace' AND +t.run_id = rs.run_id
     LIMIT ?6
   )
 )`;
 
-/**
- * Spans of the candidate traces and of the matching sessions, at most ?7 of them. Parameters
- * ?1..?7. Nothing happens unless job ?4 is queued or running, so a message of a
- * completed or failed job deletes nothing.
- */
-export const DELETE_SPANS = `
-WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES}
-DELETE FROM records WHERE organization_id = ?1 AND id IN (
-  SELECT id FROM (
-    SELECT s.id FROM candidate_traces AS ct
-    CROSS JOIN records AS s ON s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id
-    UNION ALL
-    SELECT s.id FROM root_sessions AS rs
-    CROSS JOIN records AS s ON s.session_id = rs.id AND s.record_type = 'span' AND +s.run_id = rs.run_id
-  )
+const TOMBSTONE = "INSERT OR REPLACE INTO record_tombstones (project_id, record_id, deleted_at)";
+
+/** Spans of the candidate traces and of the matching sessions, at most ?7 of them. */
+const TOMBSTONE_SPANS_OF_ROOTS = `
+WITH ${ACTIVE}, ${ROOTS}, ${CANDIDATE_TRACES}
+${TOMBSTONE}
+SELECT project_id, id, ?8 FROM (
+  SELECT s.project_id, s.id FROM candidate_traces AS ct
+  CROSS JOIN records AS s ON s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id
+  UNION ALL
+  SELECT s.project_id, s.id FROM root_sessions AS rs
+  CROSS JOIN records AS s ON s.session_id = rs.id AND s.record_type = 'span' AND +s.run_id = rs.run_id
   LIMIT ?7
 )`;
 
-/** A trace (alias `t`) none of whose spans is left: what DELETE_TRACES may take. */
-const NO_SPAN_LEFT = (t: string) =>
-  `NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = ${t}.id AND s.record_type = 'span' AND +s.run_id = ${t}.run_id)`;
+/**
+ * How deep spans nest at most: a request's JSON nests at most 512 levels (src/http/middleware.ts),
+ * two per span level.
+ */
+const MAX_SPAN_DEPTH = 256;
 
 /**
- * The parents (sessions) that lose their last child with this chunk's traces: has_children goes
- * back to 0. Runs between DELETE_SPANS and DELETE_TRACES, so `going` is exactly what
- * DELETE_TRACES is about to delete (the same candidates, those without spans left); a parent
- * keeps has_children while any other child names it in its run. Parameters ?1..?6.
+ * Spans matching on their own metadata, with the spans below them, leaves first: the subtrees
+ * are walked depth first and only the spans with no child left are taken (at most ?7), so every
+ * span still standing stays reachable from its matching ancestor. Depth first, the walk meets
+ * its first leaf within MAX_SPAN_DEPTH steps, so a chunk always makes progress.
  */
-export const REFRESH_PARENTS = `
-WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES},
-going AS (
-  SELECT t.id, t.parent_id, t.run_id FROM candidate_traces AS ct
-  CROSS JOIN records AS t ON t.id = ct.id AND t.record_type = 'trace' AND t.organization_id = ?1
-  WHERE t.parent_id IS NOT NULL
-    AND ${NO_SPAN_LEFT("t")}
+const TOMBSTONE_MATCHED_SPAN_LEAVES = `
+WITH RECURSIVE ${ACTIVE},
+seeds AS (
+  SELECT record_rid FROM record_metadata
+  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = 'span' AND EXISTS (SELECT 1 FROM active)
+  LIMIT ?5
+),
+subtree(project_id, id, run_id, depth) AS (
+  SELECT r.project_id, r.id, r.run_id, 0 FROM seeds CROSS JOIN records AS r ON r.rid = seeds.record_rid
+  UNION ALL
+  SELECT c.project_id, c.id, c.run_id, subtree.depth + 1 FROM subtree
+  CROSS JOIN records AS c ON c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND +c.record_type = 'span'
+  ORDER BY 4 DESC
+  LIMIT ?7 + ${MAX_SPAN_DEPTH}
 )
+${TOMBSTONE}
+SELECT project_id, id, ?8 FROM subtree
+WHERE NOT EXISTS (SELECT 1 FROM records AS c WHERE c.parent_id = subtree.id AND +c.run_id = subtree.run_id)
+LIMIT ?7`;
+
+/** Candidate traces that have no span left. */
+const TOMBSTONE_TRACES = `
+WITH ${ACTIVE}, ${ROOTS}, ${CANDIDATE_TRACES}
+${TOMBSTONE}
+SELECT ct.project_id, ct.id, ?8 FROM candidate_traces AS ct
+WHERE NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id)`;
+
+/** Matching sessions that have no trace or span left. */
+const TOMBSTONE_SESSIONS = `
+WITH ${ACTIVE}, ${ROOTS}
+${TOMBSTONE}
+SELECT rs.project_id, rs.id, ?8 FROM root_sessions AS rs
+WHERE NOT EXISTS (
+  SELECT 1 FROM records AS c
+  WHERE c.session_id = rs.id AND c.record_type IN ('trace', 'span') AND +c.run_id = rs.run_id
+)`;
+
+/** The records tombstoned by this chunk (stamp ?1) of the organization (?2), as `g`. */
+const GOING = `record_tombstones AS gt CROSS JOIN records AS g ON g.project_id = gt.project_id AND g.id = gt.record_id
+  WHERE gt.deleted_at = ?1 AND g.organization_id = ?2`;
+
+/**
+ * Parents that lose their last child with this chunk: has_children goes back to 0. A parent
+ * that goes too, or keeps a child that stays, is left alone. Runs before the DELETE it prepares.
+ */
+const REFRESH_PARENTS = `
 UPDATE records SET has_children = 0
-WHERE id IN (SELECT parent_id FROM going) AND has_children = 1 AND organization_id = ?1
-  AND EXISTS (SELECT 1 FROM going AS g WHERE g.parent_id = records.id AND g.run_id = records.run_id)
+WHERE rid IN (
+    SELECT p.rid FROM ${GOING.replace("WHERE", "CROSS JOIN records AS p ON p.project_id = g.project_id AND p.id = g.parent_id AND +p.run_id = g.run_id WHERE")}
+  )
+  AND has_children = 1
+  AND NOT EXISTS (SELECT 1 FROM record_tombstones AS pt WHERE pt.project_id = records.project_id AND pt.record_id = records.id)
   AND NOT EXISTS (
     SELECT 1 FROM records AS c
-    WHERE c.parent_id = records.id AND +c.run_id = records.run_id AND c.id NOT IN (SELECT id FROM going)
+    WHERE c.parent_id = records.id AND +c.run_id = records.run_id
+      AND NOT EXISTS (SELECT 1 FROM record_tombstones AS ct WHERE ct.project_id = c.project_id AND ct.record_id = c.id AND ct.deleted_at = ?1)
   )`;
 
-/** Candidate traces that have no span left. Parameters ?1..?6. */
-export const DELETE_TRACES = `
-WITH ${ACTIVE_ROOTS}, ${CANDIDATE_TRACES}
-DELETE FROM records
-WHERE id IN (SELECT id FROM candidate_traces) AND record_type = 'trace' AND organization_id = ?1
-  AND ${NO_SPAN_LEFT("records")}`;
+/** Deletes the records of one family that this chunk tombstoned: ?1 stamp, ?2 organization, ?3 family. */
+const DELETE_GOING = `DELETE FROM records WHERE rid IN (SELECT g.rid FROM ${GOING} AND g.record_type = ?3)`;
 
-/** Matching sessions that have no trace or span left. Parameters ?1..?5. */
-export const DELETE_SESSIONS = `
-WITH ${ACTIVE_ROOTS}
-DELETE FROM records
-WHERE id IN (SELECT id FROM root_sessions) AND record_type = 'session' AND organization_id = ?1
-  AND NOT EXISTS (
-    SELECT 1 FROM records AS c
-    WHERE c.session_id = records.id AND c.record_type IN ('trace', 'span') AND +c.run_id = records.run_id
-  )`;
+/** Held updates of the ids this chunk erased. */
+const FORGET_HELD_PATCHES = `
+DELETE FROM record_patches WHERE rowid IN (
+  SELECT p.rowid FROM record_tombstones AS gt
+  CROSS JOIN record_patches AS p ON p.record_id = gt.record_id AND p.project_id = gt.project_id
+  WHERE gt.deleted_at = ?1 AND p.organization_id = ?2
+)`;
 
 /** Counts the previous statement's deletions: ?1 job id, ?2 now (microseconds). */
-export const COUNT_DELETED_SPANS = `UPDATE org_jobs SET spans_deleted = spans_deleted + changes(), updated_at = ?2 WHERE id = ?1`;
-export const COUNT_DELETED_TRACES = `UPDATE org_jobs SET traces_deleted = traces_deleted + changes(), updated_at = ?2 WHERE id = ?1`;
-export const COUNT_DELETED_SESSIONS = `UPDATE org_jobs SET sessions_deleted = sessions_deleted + changes(), updated_at = ?2 WHERE id = ?1`;
+const countDeleted = (column: "spans_deleted" | "traces_deleted" | "sessions_deleted") =>
+  statement(`UPDATE org_jobs SET ${column} = ${column} + changes(), updated_at = ?2 WHERE id = ?1`, "jobId", "now");
+
+const MATCHING = (alias = "") =>
+  `${alias}organization_id = ?3 AND ${alias}key = ?4 AND ${alias}value = ?5 AND ${alias}record_type IN ('session', 'trace', 'span')`;
 
 /** ?1 job id, ?2 now. A queued job becomes running with its first chunk, atomically. */
-export const MARK_RUNNING = `UPDATE org_jobs SET status = 'running', updated_at = ?2 WHERE id = ?1 AND status = 'queued'`;
+const MARK_RUNNING = statement(`UPDATE org_jobs SET status = 'running', updated_at = ?2 WHERE id = ?1 AND status = 'queued'`, "jobId", "now");
 
 /**
- * ?1 job id, ?2 now, ?3 organization, ?4 key, ?5 value. Completes an active job when no matching
- * session or trace is left: with the chunk that deleted the last one, in the same batch.
+ * Completes an active job when no matching session, trace or span is left: with the chunk that
+ * deleted the last one, in the same batch.
  */
-export const COMPLETE_IF_DONE = `
-UPDATE org_jobs SET status = 'completed', updated_at = ?2
-WHERE id = ?1 AND status IN ('queued', 'running')
-  AND NOT EXISTS (
-    SELECT 1 FROM record_metadata
-    WHERE organization_id = ?3 AND key = ?4 AND value = ?5 AND record_type IN ('session', 'trace')
-  )`;
+const COMPLETE_IF_DONE = statement(
+  `UPDATE org_jobs SET status = 'completed', updated_at = ?2
+   WHERE id = ?1 AND status IN ('queued', 'running')
+     AND NOT EXISTS (SELECT 1 FROM record_metadata WHERE ${MATCHING()})`,
+  "jobId",
+  "now",
+  "organizationId",
+  "key",
+  "value",
+);
 
-/** ?1 job id. */
-export const JOB_PROGRESS = `
-SELECT status, sessions_deleted, traces_deleted, spans_deleted FROM org_jobs WHERE id = ?1`;
+const JOB_PROGRESS = statement(`SELECT status, sessions_deleted, traces_deleted, spans_deleted FROM org_jobs WHERE id = ?1`, "jobId");
+
+const chunkStatement = (sql: string) => statement(sql, ...CHUNK_PARAMS);
+
+/**
+ * The statements of one chunk, in order, as one D1 batch: it commits whole or not at all. The
+ * last statement answers the job's status and progress.
+ */
+export const CHUNK_STATEMENTS: readonly ChunkStatement[] = [
+  MARK_RUNNING,
+  chunkStatement(TOMBSTONE_SPANS_OF_ROOTS),
+  chunkStatement(TOMBSTONE_MATCHED_SPAN_LEAVES),
+  statement(REFRESH_PARENTS, "stamp", "organizationId"),
+  statement(DELETE_GOING.replace("?3", "'span'"), "stamp", "organizationId"),
+  countDeleted("spans_deleted"),
+  chunkStatement(TOMBSTONE_TRACES),
+  statement(REFRESH_PARENTS, "stamp", "organizationId"),
+  statement(DELETE_GOING.replace("?3", "'trace'"), "stamp", "organizationId"),
+  countDeleted("traces_deleted"),
+  chunkStatement(TOMBSTONE_SESSIONS),
+  statement(DELETE_GOING.replace("?3", "'session'"), "stamp", "organizationId"),
+  countDeleted("sessions_deleted"),
+  statement(FORGET_HELD_PATCHES, "stamp", "organizationId"),
+  COMPLETE_IF_DONE,
+  JOB_PROGRESS,
+];
 
 /** ?1 organization, ?2 key, ?3 value: is there anything to delete at all? */
 export const ANY_MATCH = `
 SELECT EXISTS (
   SELECT 1 FROM record_metadata
-  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace')
+  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace', 'span')
 ) AS matched`;
 
 /**
- * Dry-run counting walks the matching sessions, then the matching traces, a page at a time in
- * index order (keyset on the metadata row's rowid), so no statement is long. Each record of the
- * deletion set is counted on exactly one page: a trace on its session's page when its session
- * matches, else on its own page; a span on its session's page when its session matches, else on
- * its trace's.
+ * Dry-run counting walks the matching sessions, then the matching traces, then the matching
+ * spans, a page at a time in index order (keyset on the metadata row's key), so no statement is
+ * long. Each record of the deletion set is counted on exactly one page: a trace on its session's
+ * page when its session matches, else on its own page; a span on its session's page when its
+ * session matches, else on its trace's page when its trace is counted, else on the page of its
+ * highest matching ancestor span (itself included).
  *
- * ?1 organization, ?2 key, ?3 value, ?4 last rowid seen (0 to start), ?5 page size. Answers the
- * page's size and last rowid, and the traces and spans counted on it.
+ * ?1 organization, ?2 key, ?3 value, ?4 last record_rid seen (0 to start), ?5 page size. Answers
+ * the page's size and last rid, and the traces and spans counted on it.
  */
 const IN_MATCHING_SESSION = (alias: string) => `EXISTS (
-    SELECT 1 FROM record_metadata AS m
-    WHERE m.record_id = ${alias}.session_id AND m.key = ?2 AND m.value = ?3 AND m.record_type = 'session'
-      AND +m.run_id = ${alias}.run_id
+    SELECT 1 FROM records AS ms CROSS JOIN record_metadata AS m ON m.record_rid = ms.rid AND m.key = ?2
+    WHERE ms.project_id = ${alias}.project_id AND ms.id = ${alias}.session_id AND +ms.run_id = ${alias}.run_id
+      AND ms.record_type = 'session' AND m.value = ?3
   )`;
 
-const PAGE = (kind: "session" | "trace") => `
+const MATCHING_RECORD = (alias: string, family: string) => `EXISTS (
+    SELECT 1 FROM record_metadata AS m
+    WHERE m.record_rid = ${alias}.rid AND m.key = ?2 AND m.value = ?3 AND m.record_type = '${family}'
+  )`;
+
+/** The trace of span `s` is counted (it matches, or its session does). */
+const IN_COUNTED_TRACE = (s: string) => `EXISTS (
+    SELECT 1 FROM records AS st WHERE st.project_id = ${s}.project_id AND st.id = ${s}.trace_id AND +st.run_id = ${s}.run_id
+      AND st.record_type = 'trace' AND (${MATCHING_RECORD("st", "trace")} OR ${IN_MATCHING_SESSION("st")})
+  )`;
+
+const PAGE = (kind: "session" | "trace" | "span") => `
 page AS (
-  SELECT rowid AS rid, record_id AS id, run_id FROM record_metadata
-  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = '${kind}' AND rowid > ?4
-  ORDER BY rowid LIMIT ?5
+  SELECT r.rid, r.id, r.run_id, r.project_id, r.session_id, r.trace_id, r.parent_id FROM (
+    SELECT record_rid FROM record_metadata
+    WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = '${kind}' AND record_rid > ?4
+    ORDER BY record_rid LIMIT ?5
+  ) AS m CROSS JOIN records AS r ON r.rid = m.record_rid
 )`;
 
 const PAGE_TRACE_SPANS = `(SELECT count(*) FROM page_traces AS pt
@@ -179,7 +291,7 @@ page_traces AS (
 )
 SELECT
   (SELECT count(*) FROM page) AS roots,
-  (SELECT max(rid) FROM page) AS last_rowid,
+  (SELECT max(rid) FROM page) AS last_rid,
   (SELECT count(*) FROM page_traces) AS traces,
   (SELECT count(*) FROM page AS p
     CROSS JOIN records AS s ON s.session_id = p.id AND s.record_type = 'span' AND +s.run_id = p.run_id)
@@ -188,12 +300,42 @@ SELECT
 export const COUNT_TRACE_PAGE = `
 WITH ${PAGE("trace")},
 page_traces AS (
-  SELECT t.id, t.run_id FROM page AS p
-  CROSS JOIN records AS t ON t.id = p.id AND t.record_type = 'trace'
-  WHERE NOT ${IN_MATCHING_SESSION("t")}
+  SELECT p.id, p.run_id FROM page AS p WHERE NOT ${IN_MATCHING_SESSION("p")}
 )
 SELECT
   (SELECT count(*) FROM page) AS roots,
-  (SELECT max(rid) FROM page) AS last_rowid,
+  (SELECT max(rid) FROM page) AS last_rid,
   (SELECT count(*) FROM page_traces) AS traces,
   ${PAGE_TRACE_SPANS} AS spans`;
+
+/**
+ * Matching spans not already counted (their trace or session is counted) and with no matching
+ * ancestor span (which counts them), each with its whole subtree.
+ */
+export const COUNT_SPAN_PAGE = `
+WITH RECURSIVE ${PAGE("span")},
+ancestors(start, project_id, id, run_id) AS (
+  SELECT p.rid, p.project_id, p.parent_id, p.run_id FROM page AS p
+  UNION ALL
+  SELECT a.start, r.project_id, r.parent_id, r.run_id FROM ancestors AS a
+  CROSS JOIN records AS r ON r.project_id = a.project_id AND r.id = a.id AND +r.run_id = a.run_id AND +r.record_type = 'span'
+),
+counted_roots AS (
+  SELECT p.rid, p.id, p.run_id FROM page AS p
+  WHERE NOT ${IN_MATCHING_SESSION("p")} AND NOT ${IN_COUNTED_TRACE("p")}
+    AND NOT EXISTS (
+      SELECT 1 FROM ancestors AS a CROSS JOIN records AS ar ON ar.project_id = a.project_id AND ar.id = a.id AND +ar.run_id = a.run_id
+      WHERE a.start = p.rid AND ar.record_type = 'span' AND ${MATCHING_RECORD("ar", "span")}
+    )
+),
+subtree(id, run_id) AS (
+  SELECT id, run_id FROM counted_roots
+  UNION ALL
+  SELECT c.id, c.run_id FROM subtree CROSS JOIN records AS c ON c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND +c.record_type = 'span'
+)
+SELECT
+  (SELECT count(*) FROM page) AS roots,
+  (SELECT max(rid) FROM page) AS last_rid,
+  0 AS traces,
+  (SELECT count(*) FROM subtree) AS spans`;
+

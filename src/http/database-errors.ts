@@ -79,7 +79,10 @@ export function unavailability(error: unknown): Unavailable | undefined {
 export function clientFaultFromDatabase(error: unknown): { status: 409 | 413; detail: string } | undefined {
   const text = errorMessages(error).join("\n");
   if (text.includes("record_ownership_conflict")) {
-    return { status: 409, detail: "a record with this id already exists in another project or run" };
+    return {
+      status: 409,
+      detail: "a record with this id already exists in another run of this project, or as another kind of record (session, trace or span); nothing of this request was written",
+    };
   }
   if (text.includes("SQLITE_TOOBIG") || text.includes("string or blob too big")) {
     return { status: 413, detail: "request too large: send fewer or smaller records per request" };

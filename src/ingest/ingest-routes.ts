@@ -9,7 +9,7 @@ import { CreateSessionRequest, IngestResponse, IngestTracesRequest, refineRecord
 import { type IngestContext, type RecordBatch, sessionRows, traceRows } from "./record-rows";
 import { linkStoredSpansStatements } from "./streaming-links";
 import { heldPatchStatements } from "./streaming-patches";
-import { recordWriteStatements } from "./write-records";
+import { recordWriteStatements, runWriteBatch } from "./write-records";
 import { z } from "@hono/zod-openapi";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
@@ -21,11 +21,11 @@ const ingestTraces = createRoute({
   tags: ["Ingestion"],
   summary: "Log traces with their nested spans",
   description:
-    "Writes the traces and every nested span atomically. Ids chosen by the client are kept; re-sending the same ids updates those records instead of duplicating them. A record id that already belongs to another run is a 409.",
+    "Writes the traces and every nested span atomically. Ids chosen by the client are kept (unique within the project); re-sending the same ids merges into those records instead of duplicating them (an empty field never erases a stored value, an older `updated_at` never wins, `is_complete` never goes back to false). Two records of one request with the same id are a 422. A record id that already belongs to another run of the project is a 409.",
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: IngestBody } }, required: true } },
   responses: {
     200: { content: { "application/json": { schema: IngestResponse } }, description: "What was written" },
-    409: { content: { "application/json": { schema: ErrorDetail } }, description: "A record id belongs to another run" },
+    409: { content: { "application/json": { schema: ErrorDetail } }, description: "A record id belongs to another run of the project" },
     ...commonErrorResponses,
   },
 });
@@ -68,10 +68,11 @@ export async function ingestInto(
   // Streaming clients may have sent spans of these traces, or updates of these records, before
   // the records themselves: link the spans first (streaming-links.ts), apply the held updates
   // last (streaming-patches.ts). Both are no-ops for a batch nobody streamed ahead of.
+  const scope = { organizationId: principal.organizationId, projectId, runId: run.runId };
   const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
-  await d1.batch([
-    ...linkStoredSpansStatements(d1, batch, run.runId),
-    ...recordWriteStatements(d1, batch, { organizationId: principal.organizationId, runId: run.runId }),
+  await runWriteBatch(d1, [
+    ...linkStoredSpansStatements(d1, batch, scope),
+    ...recordWriteStatements(d1, batch, scope),
     ...heldPatchStatements(d1, patchable, run.runId),
   ]);
   return { run, batch };

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { SPAN_KINDS } from "../columns/standard-columns";
 import { Uuid } from "../http/common-schemas";
 import { runSelectorShape } from "../projects/run-selector";
+import { Metrics, Tags, UserMetadata } from "./capped-fields";
 
 /**
  * Records as the `galileo` SDK sends them. Only what the service stores is typed; unknown keys
@@ -18,8 +19,6 @@ export const Content = z
   .nullish()
   .openapi({ description: "A string, or structured content (messages, documents)." });
 
-const MetadataValue = z.union([z.string(), z.number(), z.boolean()]).nullable();
-
 const recordFields = {
   id: Uuid.nullish().openapi({ description: "Client-chosen id; kept. Generated when absent." }),
   name: z.string().max(4096).nullish(),
@@ -29,10 +28,10 @@ const recordFields = {
   redacted_output: Content,
   created_at: Timestamp.nullish(),
   updated_at: Timestamp.nullish(),
-  user_metadata: z.record(z.string().min(1).max(256), MetadataValue).nullish(),
-  tags: z.array(z.string().max(1024)).max(1000).nullish(),
+  user_metadata: UserMetadata.nullish(),
+  tags: Tags.nullish(),
   status_code: z.number().int().nullish(),
-  metrics: z.record(z.string().min(1).max(256), z.number().nullable()).nullish(),
+  metrics: Metrics.nullish(),
   metric_info: z.record(z.string(), z.record(z.string(), z.any())).nullish().openapi({
     description: "Per metric, the scorer's metadata dictionary (returned with include_code_metric_metadata).",
   }),
@@ -153,7 +152,7 @@ export const CreateSessionRequest = z
     name: z.string().max(4096).nullish(),
     previous_session_id: Uuid.nullish(),
     external_id: z.string().max(1024).nullish(),
-    user_metadata: z.record(z.string().min(1).max(256), MetadataValue).nullish(),
+    user_metadata: UserMetadata.nullish(),
     created_at: Timestamp.nullish(),
   })
   .openapi("CreateSessionRequest");

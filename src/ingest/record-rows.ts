@@ -4,7 +4,10 @@
  */
 import { type RecordFamily, STANDARD_COLUMNS } from "../columns/standard-columns";
 import { METRIC_COLUMN_PREFIX } from "../columns/metric-catalogue";
+import { RequestValidationError } from "../http/errors";
+import type { ValidationErrorItem } from "../http/validation-errors";
 import type { IngestSpan, IngestTrace } from "./ingest-schemas";
+import { RECORD_LIMITS, utf8Bytes } from "./record-limits";
 import { isoToMicros } from "./timestamps";
 
 /** A `records` row, keyed by SQL column name. */
@@ -68,15 +71,13 @@ export const RECORD_COLUMNS = [
   "selector_path", "previous_session_id",
 ] as const satisfies readonly (keyof RecordRow)[];
 
-export interface MetadataRow { record_id: string; key: string; value: string; record_type: RecordFamily; created_at: number }
-export interface TagRow { record_id: string; tag: string; record_type: RecordFamily; created_at: number }
-export interface MetricRow { record_id: string; name: string; value: number; record_type: RecordFamily; created_at: number }
-
 export interface RecordBatch {
   records: RecordRow[];
-  metadata: MetadataRow[];
-  tags: TagRow[];
-  metrics: MetricRow[];
+  /**
+   * Each record as the JSON array of its RECORD_COLUMNS values, in `records` order: what
+   * write-records.ts sends, encoded once (its UTF-8 size is checked against the row cap here).
+   */
+  encoded: string[];
   /** Ids of records known to have children after this batch (their parents). */
   parentIds: string[];
   /** [family, column id] pairs that hold a value in this batch. */
@@ -120,21 +121,22 @@ function jsonOrNull(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
 }
 
+// Object.fromEntries defines own properties: a client's key such as `__proto__` or
+// `constructor` is kept as data, never taken for the object's prototype or a method.
 function metadataOf(raw: Record<string, string | number | boolean | null> | null | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries(raw ?? {})) {
-    if (value !== null) out[key] = String(value);
-  }
-  return out;
+  return Object.fromEntries(
+    Object.entries(raw ?? {}).flatMap(([key, value]) => (value === null ? [] : [[key, String(value)] as const])),
+  );
 }
 
 function metricsOf(raw: Record<string, number | null> | null | undefined): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, value] of Object.entries(raw ?? {})) {
-    if (typeof value === "number" && Number.isFinite(value)) out[name] = value;
-  }
-  return out;
+  return Object.fromEntries(
+    Object.entries(raw ?? {}).filter((entry): entry is [string, number] => typeof entry[1] === "number" && Number.isFinite(entry[1])),
+  );
 }
+
+/** Where a record sits in the request body, as a 422's `loc`. */
+export type RecordPath = (string | number)[];
 
 /** Columns every record has a value for. */
 const ALWAYS_FILLED = new Set(["id", "created_at", "is_complete", "type"]);
@@ -152,19 +154,44 @@ function filledColumns(row: RecordRow, metricNames: string[]): string[] {
 }
 
 class BatchBuilder {
-  readonly batch: RecordBatch = { records: [], metadata: [], tags: [], metrics: [], parentIds: [], presentColumns: [] };
+  readonly batch: RecordBatch = { records: [], encoded: [], parentIds: [], presentColumns: [] };
   private readonly present = new Set<string>();
   private readonly parents = new Set<string>();
+  /** Where each id of the request was first seen. */
+  private readonly seenIds = new Map<string, RecordPath>();
+  private readonly faults: ValidationErrorItem[] = [];
 
   constructor(private readonly ctx: IngestContext) {}
 
-  add(row: RecordRow, metadata: Record<string, string>, tags: string[], metrics: Record<string, number>): void {
+  /**
+   * The batch, or a 422 listing every fault found while building it: an id used by two records
+   * of the request (which would otherwise be two writes to one record, the later silently
+   * winning), or a record larger than a database row may be.
+   */
+  finish(): RecordBatch {
+    if (this.faults.length > 0) throw new RequestValidationError(this.faults);
+    return this.batch;
+  }
+
+  /** Adds a record; its metric names feed the run's available columns. */
+  add(path: RecordPath, row: RecordRow, metrics: Record<string, number>): void {
     const { batch } = this;
+    const firstSeen = this.seenIds.get(row.id);
+    if (firstSeen) {
+      const msg = `Value error, id ${row.id} is also the id of the record at ${firstSeen.slice(1).join(".")}: each record of a request needs its own id`;
+      this.faults.push({ loc: [...path, "id"], msg, type: "value_error", input: row.id, ctx: { error: msg.replace("Value error, ", "") } });
+      return;
+    }
+    this.seenIds.set(row.id, path);
+    const encoded = JSON.stringify(RECORD_COLUMNS.map((c) => row[c]));
+    const bytes = utf8Bytes(encoded);
+    if (bytes > RECORD_LIMITS.maxRecordBytes) {
+      const msg = `Value error, this record takes ${bytes} bytes as stored (its text fields and JSON together); a record may take at most ${RECORD_LIMITS.maxRecordBytes}`;
+      this.faults.push({ loc: path, msg, type: "value_error", ctx: { error: msg.replace("Value error, ", ""), max_bytes: RECORD_LIMITS.maxRecordBytes } });
+      return;
+    }
     batch.records.push(row);
-    const base = { record_id: row.id, record_type: row.record_type, created_at: row.created_at };
-    for (const [key, value] of Object.entries(metadata)) batch.metadata.push({ ...base, key, value });
-    for (const tag of new Set(tags)) batch.tags.push({ ...base, tag });
-    for (const [name, value] of Object.entries(metrics)) batch.metrics.push({ ...base, name, value });
+    batch.encoded.push(encoded);
     for (const column of filledColumns(row, Object.keys(metrics))) {
       const key = `${row.record_type}\u0000${column}`;
       if (!this.present.has(key)) {
@@ -268,6 +295,7 @@ function spanKindFields(span: IngestSpan): Partial<RecordRow> {
 /** Rows of one span and, depth first, of all the spans nested in it. */
 function addSpan(
   builder: BatchBuilder,
+  path: RecordPath,
   span: IngestSpan,
   parent: { id: string; family: RecordFamily },
   traceId: string,
@@ -281,24 +309,24 @@ function addSpan(
     ...spanKindFields(span),
   };
   builder.markParent(parent.id, parent.family);
-  builder.add(row, metadataOf(span.user_metadata), span.tags ?? [], metricsOf(span.metrics));
-  for (const child of span.spans ?? []) addSpan(builder, child, { id, family: "span" }, traceId, sessionId, createdAt);
+  builder.add(path, row, metricsOf(span.metrics));
+  (span.spans ?? []).forEach((child, i) => addSpan(builder, [...path, "spans", i], child, { id, family: "span" }, traceId, sessionId, createdAt));
 }
 
 /** Rows for an ingest request: each trace, then its spans depth first. */
-export function traceRows(traces: IngestTrace[], ctx: IngestContext): RecordBatch {
+export function traceRows(traces: IngestTrace[], ctx: IngestContext, path: RecordPath = ["body", "traces"]): RecordBatch {
   const builder = new BatchBuilder(ctx);
-  for (const trace of traces) {
+  for (const [index, trace] of traces.entries()) {
     const id = trace.id ?? crypto.randomUUID();
     const sessionId = trace.session_id ?? ctx.sessionId;
     const createdAt = builder.createdAt(trace, ctx.nowMicros);
     // A trace's parent is its session: has_children of a session means "has traces".
     const row = builder.baseRow("trace", "trace", trace, { id, session_id: sessionId, trace_id: id, parent_id: sessionId }, createdAt);
     if (sessionId) builder.markParent(sessionId, "session");
-    builder.add(row, metadataOf(trace.user_metadata), trace.tags ?? [], metricsOf(trace.metrics));
-    for (const span of trace.spans ?? []) addSpan(builder, span, { id, family: "trace" }, id, sessionId, createdAt);
+    builder.add([...path, index], row, metricsOf(trace.metrics));
+    (trace.spans ?? []).forEach((span, i) => addSpan(builder, [...path, index, "spans", i], span, { id, family: "trace" }, id, sessionId, createdAt));
   }
-  return builder.batch;
+  return builder.finish();
 }
 
 /**
@@ -307,11 +335,16 @@ export function traceRows(traces: IngestTrace[], ctx: IngestContext): RecordBatc
  * itself when it equals `traceId`); nested spans from their container, as in `traceRows`. The
  * session is unknown here: it is copied from the trace by src/ingest/streaming-links.ts.
  */
-export function spanRows(spans: IngestSpan[], under: { traceId: string; parentId: string }, ctx: IngestContext): RecordBatch {
+export function spanRows(
+  spans: IngestSpan[],
+  under: { traceId: string; parentId: string },
+  ctx: IngestContext,
+  path: RecordPath = ["body", "spans"],
+): RecordBatch {
   const builder = new BatchBuilder(ctx);
   const parent = { id: under.parentId, family: (under.parentId === under.traceId ? "trace" : "span") as RecordFamily };
-  for (const span of spans) addSpan(builder, span, parent, under.traceId, null, ctx.nowMicros);
-  return builder.batch;
+  spans.forEach((span, i) => addSpan(builder, [...path, i], span, parent, under.traceId, null, ctx.nowMicros));
+  return builder.finish();
 }
 
 export interface SessionInput {
@@ -330,7 +363,7 @@ export function sessionRows(session: SessionInput, ctx: IngestContext): RecordBa
     ...builder.baseRow("session", "session", { ...session, type: "trace" } as IngestTrace, { id, session_id: id, trace_id: null, parent_id: null }, builder.createdAt(session, ctx.nowMicros)),
     previous_session_id: session.previous_session_id ?? null,
   };
-  builder.add(row, metadataOf(session.user_metadata), [], {});
-  return builder.batch;
+  builder.add(["body"], row, {});
+  return builder.finish();
 }
 

@@ -18,13 +18,14 @@ import type { RecordBatch } from "./record-rows";
 /**
  * Before the traces of a batch are written: spans already stored under them take the incoming
  * trace's session and completeness. Runs before the upsert so that spans written by the same
- * batch keep the values they were sent with.
+ * batch keep the values they were sent with. Merged like the records themselves: a trace that
+ * names no session leaves the spans' session alone, and completeness never goes back.
  */
 const LINK_STORED_SPANS = `
-UPDATE records SET session_id = t.value ->> 1, is_complete = t.value ->> 2
+UPDATE records SET session_id = coalesce(t.value ->> 1, records.session_id), is_complete = max(records.is_complete, t.value ->> 2)
 FROM json_each(?1) AS t
 WHERE records.trace_id = t.value ->> 0 AND records.record_type = 'span' AND +records.run_id = ?2
-  AND (records.session_id IS NOT (t.value ->> 1) OR records.is_complete IS NOT (t.value ->> 2))`;
+  AND ((t.value ->> 1 IS NOT NULL AND records.session_id IS NOT (t.value ->> 1)) OR records.is_complete < t.value ->> 2)`;
 
 /** The run now has spans with a session (available columns: `session_id` is not empty). */
 const SPAN_SESSION_PRESENT_FOR_TRACES = `
@@ -33,37 +34,43 @@ SELECT ?2, 'span', 'session_id'
 WHERE EXISTS (SELECT 1 FROM json_each(?1) AS t JOIN records AS s ON s.trace_id = t.value ->> 0
               WHERE t.value ->> 1 IS NOT NULL AND s.record_type = 'span' AND +s.run_id = ?2)`;
 
-export function linkStoredSpansStatements(db: D1Database, batch: RecordBatch, runId: string): D1PreparedStatement[] {
+/** Statements to run before a batch's records are written: spans already stored under its traces follow them. */
+export function linkStoredSpansStatements(db: D1Database, batch: RecordBatch, scope: { runId: string }): D1PreparedStatement[] {
   const traces = batch.records.filter((r) => r.record_type === "trace").map((r) => [r.id, r.session_id, r.is_complete]);
   if (traces.length === 0) return [];
   const json = JSON.stringify(traces);
-  const statements = [db.prepare(LINK_STORED_SPANS).bind(json, runId)];
-  if (traces.some(([, sessionId]) => sessionId !== null)) statements.push(db.prepare(SPAN_SESSION_PRESENT_FOR_TRACES).bind(json, runId));
+  const statements = [db.prepare(LINK_STORED_SPANS).bind(json, scope.runId)];
+  if (traces.some(([, sessionId]) => sessionId !== null)) statements.push(db.prepare(SPAN_SESSION_PRESENT_FOR_TRACES).bind(json, scope.runId));
   return statements;
 }
 
 /** The trace of a span, in the span's own run. */
-const TRACE_OF_SPAN = "t.id = records.trace_id AND +t.record_type = 'trace' AND +t.run_id = records.run_id";
+const TRACE_OF_SPAN = "t.project_id = records.project_id AND t.id = records.trace_id AND +t.record_type = 'trace' AND +t.run_id = records.run_id";
 
 /** After spans are written: those whose trace is already there take its session and completeness. */
 const LINK_TO_STORED_TRACE = `
 UPDATE records SET
   session_id = (SELECT t.session_id FROM records AS t WHERE ${TRACE_OF_SPAN}),
   is_complete = (SELECT t.is_complete FROM records AS t WHERE ${TRACE_OF_SPAN})
-WHERE id IN (SELECT value FROM json_each(?1)) AND +run_id = ?2 AND +record_type = 'span'
+WHERE project_id = ?3 AND id IN (SELECT value FROM json_each(?1)) AND +run_id = ?2 AND +record_type = 'span'
   AND EXISTS (SELECT 1 FROM records AS t WHERE ${TRACE_OF_SPAN})`;
 
 const SPAN_SESSION_PRESENT_FOR_SPANS = `
 INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id)
 SELECT ?2, 'span', 'session_id'
-WHERE EXISTS (SELECT 1 FROM records WHERE id IN (SELECT value FROM json_each(?1)) AND +run_id = ?2 AND session_id IS NOT NULL)`;
+WHERE EXISTS (SELECT 1 FROM records WHERE project_id = ?3 AND id IN (SELECT value FROM json_each(?1)) AND +run_id = ?2 AND session_id IS NOT NULL)`;
 
-export function linkToStoredTraceStatements(db: D1Database, spanIds: string[], runId: string): D1PreparedStatement[] {
+export function linkToStoredTraceStatements(db: D1Database, spanIds: string[], scope: { projectId: string; runId: string }): D1PreparedStatement[] {
   const json = JSON.stringify(spanIds);
-  return [db.prepare(LINK_TO_STORED_TRACE).bind(json, runId), db.prepare(SPAN_SESSION_PRESENT_FOR_SPANS).bind(json, runId)];
+  return [
+    db.prepare(LINK_TO_STORED_TRACE).bind(json, scope.runId, scope.projectId),
+    db.prepare(SPAN_SESSION_PRESENT_FOR_SPANS).bind(json, scope.runId, scope.projectId),
+  ];
 }
 
 /** The trace's session, read at the end of a batch for the answer (null while the trace is unknown). */
-export function traceSessionQuery(db: D1Database, traceId: string, runId: string): D1PreparedStatement {
-  return db.prepare("SELECT session_id FROM records WHERE id = ?1 AND run_id = ?2 AND record_type = 'trace'").bind(traceId, runId);
+export function traceSessionQuery(db: D1Database, traceId: string, scope: { projectId: string; runId: string }): D1PreparedStatement {
+  return db
+    .prepare("SELECT session_id FROM records WHERE project_id = ?3 AND id = ?1 AND run_id = ?2 AND record_type = 'trace'")
+    .bind(traceId, scope.runId, scope.projectId);
 }

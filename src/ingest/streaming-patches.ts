@@ -23,9 +23,11 @@
 import { METRIC_COLUMN_PREFIX } from "../columns/metric-catalogue";
 import type { UpdateRequest } from "./streaming-schemas";
 import { normalizeDocuments, storedContent } from "./record-rows";
+import { rebuildSideRows } from "./side-rows";
+import { TOMBSTONE_MICROS, TOMBSTONED } from "./tombstones";
 
-/** How long an update waits for its record: a week, far beyond any client's retry horizon. */
-export const PATCH_HOLD_MICROS = 7 * 24 * 60 * 60 * 1_000_000;
+/** How long an update waits for its record: a week, far beyond any client's retry horizon (as tombstones). */
+export const PATCH_HOLD_MICROS = TOMBSTONE_MICROS;
 
 /** Held updates purged per PATCH, so that the purge never makes one request slow. */
 const EXPIRY_BATCH = 100;
@@ -58,7 +60,8 @@ export function patchRow(recordId: string, recordType: "trace" | "span", body: U
     output,
     output_is_json: output === null ? null : outputIsJson,
     status_code: body.status_code ?? null,
-    tags: body.tags == null ? null : JSON.stringify([...new Set(body.tags)]),
+    // An empty list is "no tags given": it never erases tags (write-records.ts merge rules).
+    tags: body.tags == null || body.tags.length === 0 ? null : JSON.stringify([...new Set(body.tags)]),
     is_complete: isComplete == null ? null : isComplete ? 1 : 0,
     duration_ns: body.duration_ns ?? null,
     updated_at: nowMicros,
@@ -69,8 +72,8 @@ const PATCH_FIELDS = [
   "input", "input_is_json", "output", "output_is_json", "status_code", "tags", "is_complete", "duration_ns", "updated_at",
 ] as const satisfies readonly (keyof PatchRow)[];
 
-/** One patch given as a JSON object in ?1, for the run in ?2. */
-const DIRECT_SOURCE = `(SELECT ?1 ->> '$.record_id' AS record_id, ?2 AS run_id, ?1 ->> '$.record_type' AS record_type,
+/** One patch given as a JSON object in ?1, for the run in ?2 of project ?4. */
+const DIRECT_SOURCE = `(SELECT ?1 ->> '$.record_id' AS record_id, ?2 AS run_id, ?4 AS project_id, ?1 ->> '$.record_type' AS record_type,
   ${PATCH_FIELDS.map((f) => `?1 ->> '$.${f}' AS ${f}`).join(", ")})`;
 
 /**
@@ -81,7 +84,7 @@ const DIRECT_SOURCE = `(SELECT ?1 ->> '$.record_id' AS record_id, ?2 AS run_id, 
  */
 const PENDING_WHERE = "run_id = ?2 AND +record_id IN (SELECT value FROM json_each(?1))";
 
-const PENDING_SOURCE = `(SELECT record_id, run_id, record_type, ${PATCH_FIELDS.join(", ")}
+const PENDING_SOURCE = `(SELECT record_id, run_id, project_id, record_type, ${PATCH_FIELDS.join(", ")}
   FROM record_patches WHERE ${PENDING_WHERE})`;
 
 /**
@@ -89,7 +92,7 @@ const PENDING_SOURCE = `(SELECT record_id, run_id, record_type, ${PATCH_FIELDS.j
  * `+` keeps SQLite from driving the lookup through the run's indexes (a scan of the whole run):
  * records are found by primary key, one probe per patch.
  */
-const IN_SCOPE = "r.id = p.record_id AND +r.run_id = p.run_id AND +r.record_type = p.record_type";
+const IN_SCOPE = "r.project_id = p.project_id AND r.id = p.record_id AND +r.run_id = p.run_id AND +r.record_type = p.record_type";
 
 /**
  * Column ids (the catalogue's) that an applied patch can fill, with the test that it does. They
@@ -104,39 +107,51 @@ const FILLED_BY_PATCH: [columnId: string, filled: string][] = [
   [`${METRIC_COLUMN_PREFIX}duration_ns`, "p.duration_ns IS NOT NULL"],
 ];
 
-/** The statements that apply the patches of `source` to the records they reach, side rows included. */
+/**
+ * The duration as a JSON number: held updates keep it in a REAL column, which would turn 5 into
+ * 5.0; an integral duration is written as an integer whichever path the update took.
+ */
+const DURATION = "CASE WHEN p.duration_ns = CAST(p.duration_ns AS INTEGER) THEN CAST(p.duration_ns AS INTEGER) ELSE p.duration_ns END";
+
+/** The patch is not older than the record (see write-records.ts: an older `updated_at` never wins). */
+const NOT_OLDER = "p.updated_at >= coalesce(records.updated_at, -1)";
+
+/** `col` takes the patch's value when it has one and is not older. */
+const patched = (col: string) => `CASE WHEN p.${col} IS NOT NULL AND (records.${col} IS NULL OR ${NOT_OLDER}) THEN p.${col} ELSE records.${col} END`;
+const patchedFlag = (col: string, flag: string) =>
+  `CASE WHEN p.${col} IS NOT NULL AND (records.${col} IS NULL OR ${NOT_OLDER}) THEN p.${flag} ELSE records.${flag} END`;
+
+/**
+ * The statements that apply the patches of `source` to the records they reach, side rows
+ * included. The merge is write-records.ts's: an absent field (or an empty tag list) never
+ * erases, an older patch never overrides, `is_complete` never goes back to false.
+ */
 function applyStatements(source: string): string[] {
   return [
     `UPDATE records SET
-       input = coalesce(p.input, records.input),
-       input_is_json = CASE WHEN p.input IS NULL THEN records.input_is_json ELSE p.input_is_json END,
-       output = coalesce(p.output, records.output),
-       output_is_json = CASE WHEN p.output IS NULL THEN records.output_is_json ELSE p.output_is_json END,
-       status_code = coalesce(p.status_code, records.status_code),
-       tags = coalesce(p.tags, records.tags),
-       is_complete = coalesce(p.is_complete, records.is_complete),
-       metrics = CASE WHEN p.duration_ns IS NULL THEN records.metrics ELSE json_set(records.metrics, '$.duration_ns', p.duration_ns) END,
+       input = ${patched("input")},
+       input_is_json = ${patchedFlag("input", "input_is_json")},
+       output = ${patched("output")},
+       output_is_json = ${patchedFlag("output", "output_is_json")},
+       status_code = ${patched("status_code")},
+       tags = CASE WHEN p.tags IS NOT NULL AND (records.tags = '[]' OR ${NOT_OLDER}) THEN p.tags ELSE records.tags END,
+       is_complete = max(records.is_complete, coalesce(p.is_complete, 0)),
+       metrics = CASE WHEN p.duration_ns IS NOT NULL AND (records.metrics ->> '$.duration_ns' IS NULL OR ${NOT_OLDER})
+                 THEN json_set(records.metrics, '$.duration_ns', ${DURATION}) ELSE records.metrics END,
        updated_at = max(coalesce(records.updated_at, 0), p.updated_at)
      FROM ${source} AS p
-     WHERE records.id = p.record_id AND +records.run_id = p.run_id AND +records.record_type = p.record_type`,
-    // Tag rows follow the tags they were replaced by.
-    `DELETE FROM record_tags WHERE record_id IN
-       (SELECT r.id FROM ${source} AS p JOIN records AS r ON ${IN_SCOPE} WHERE p.tags IS NOT NULL)`,
-    `INSERT OR IGNORE INTO record_tags (record_id, tag, run_id, record_type, created_at)
-     SELECT r.id, t.value, r.run_id, r.record_type, r.created_at
-     FROM ${source} AS p JOIN records AS r ON ${IN_SCOPE}, json_each(r.tags) AS t
-     WHERE p.tags IS NOT NULL`,
-    `INSERT INTO record_metrics (record_id, name, value, run_id, record_type, created_at)
-     SELECT r.id, 'duration_ns', p.duration_ns, r.run_id, r.record_type, r.created_at
-     FROM ${source} AS p JOIN records AS r ON ${IN_SCOPE}
-     WHERE p.duration_ns IS NOT NULL
-     ON CONFLICT (record_id, name) DO UPDATE SET value = excluded.value`,
+     WHERE records.project_id = p.project_id AND records.id = p.record_id AND +records.run_id = p.run_id AND +records.record_type = p.record_type`,
+    // Tag and metric rows follow the record.
+    ...rebuildSideRows(
+      { from: `${source} AS p JOIN records AS r ON ${IN_SCOPE}`, where: "(p.tags IS NOT NULL OR p.duration_ns IS NOT NULL)" },
+      ["record_tags", "record_metrics"],
+    ),
     // A span is complete when its trace is.
-    `UPDATE records SET is_complete = p.is_complete
+    `UPDATE records SET is_complete = 1
      FROM ${source} AS p
-     WHERE p.record_type = 'trace' AND p.is_complete IS NOT NULL
-       AND records.trace_id = p.record_id AND records.record_type = 'span' AND +records.run_id = p.run_id
-       AND records.is_complete IS NOT p.is_complete
+     WHERE p.record_type = 'trace' AND p.is_complete = 1
+       AND records.trace_id = p.record_id AND records.record_type = 'span' AND +records.run_id = p.run_id AND +records.project_id = p.project_id
+       AND records.is_complete = 0
        AND EXISTS (SELECT 1 FROM records AS r WHERE ${IN_SCOPE})`,
     `INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id)
      SELECT r.run_id, r.record_type, c.column_id
@@ -149,12 +164,16 @@ function applyStatements(source: string): string[] {
 const APPLY_DIRECT = applyStatements(DIRECT_SOURCE);
 const APPLY_PENDING = applyStatements(PENDING_SOURCE);
 
-/** Holds the patch when its record is not (yet) in the run; merges with an update already held. */
+/**
+ * Holds the patch when its record is not (yet) in the run; merges with an update already held.
+ * An update of an erased record (a tombstoned id) is dropped, not held.
+ */
 const HOLD = `
 INSERT INTO record_patches (record_id, run_id, organization_id, project_id, record_type, ${PATCH_FIELDS.join(", ")}, created_at)
-SELECT p.record_id, p.run_id, ?3, ?4, p.record_type, ${PATCH_FIELDS.map((f) => `p.${f}`).join(", ")}, p.updated_at
+SELECT p.record_id, p.run_id, ?3, p.project_id, p.record_type, ${PATCH_FIELDS.map((f) => `p.${f}`).join(", ")}, p.updated_at
 FROM ${DIRECT_SOURCE} AS p
 WHERE NOT EXISTS (SELECT 1 FROM records AS r WHERE ${IN_SCOPE})
+  AND NOT ${TOMBSTONED("p.project_id", ["p.record_id"])}
 ON CONFLICT (record_id, run_id) DO UPDATE SET
   record_type = excluded.record_type,
   input = coalesce(excluded.input, record_patches.input),
@@ -163,7 +182,8 @@ ON CONFLICT (record_id, run_id) DO UPDATE SET
   output_is_json = CASE WHEN excluded.output IS NULL THEN record_patches.output_is_json ELSE excluded.output_is_json END,
   status_code = coalesce(excluded.status_code, record_patches.status_code),
   tags = coalesce(excluded.tags, record_patches.tags),
-  is_complete = coalesce(excluded.is_complete, record_patches.is_complete),
+  is_complete = CASE WHEN excluded.is_complete IS NULL THEN record_patches.is_complete
+                     ELSE max(excluded.is_complete, coalesce(record_patches.is_complete, 0)) END,
   duration_ns = coalesce(excluded.duration_ns, record_patches.duration_ns),
   updated_at = excluded.updated_at`;
 
@@ -171,11 +191,11 @@ const EXPIRE = `
 DELETE FROM record_patches WHERE rowid IN
   (SELECT rowid FROM record_patches WHERE created_at < ?1 ORDER BY created_at LIMIT ${EXPIRY_BATCH})`;
 
-const FORGET_APPLIED = `
-DELETE FROM record_patches
-WHERE ${PENDING_WHERE}
-  AND EXISTS (SELECT 1 FROM records AS r
-              WHERE r.id = record_patches.record_id AND +r.run_id = record_patches.run_id AND +r.record_type = record_patches.record_type)`;
+/**
+ * After a batch, nothing stays held for its records: what applied is done, and what did not
+ * (a record skipped for a tombstone, or an update sent for another family) never will.
+ */
+const FORGET_HELD = `DELETE FROM record_patches WHERE ${PENDING_WHERE}`;
 
 export interface PatchScope {
   organizationId: string;
@@ -192,7 +212,7 @@ export interface PatchStatements {
 /** The batch of one PATCH: apply it to the record if present, else hold it; purge expired updates. */
 export function patchStatements(db: D1Database, patch: PatchRow, scope: PatchScope): PatchStatements {
   const json = JSON.stringify(patch);
-  const statements = APPLY_DIRECT.map((sql) => db.prepare(sql).bind(json, scope.runId));
+  const statements = APPLY_DIRECT.map((sql) => db.prepare(sql).bind(json, scope.runId, null, scope.projectId));
   statements.push(db.prepare(HOLD).bind(json, scope.runId, scope.organizationId, scope.projectId));
   statements.push(db.prepare(EXPIRE).bind(patch.updated_at - PATCH_HOLD_MICROS));
   return { statements, appliedAt: 0 };
@@ -205,5 +225,5 @@ export function patchStatements(db: D1Database, patch: PatchRow, scope: PatchSco
 export function heldPatchStatements(db: D1Database, recordIds: string[], runId: string): D1PreparedStatement[] {
   if (recordIds.length === 0) return [];
   const ids = JSON.stringify(recordIds);
-  return [...APPLY_PENDING, FORGET_APPLIED].map((sql) => db.prepare(sql).bind(ids, runId));
+  return [...APPLY_PENDING, FORGET_HELD].map((sql) => db.prepare(sql).bind(ids, runId));
 }

@@ -26,7 +26,7 @@ import {
   UpdateTraceRequest,
   UpdateTraceResponse,
 } from "./streaming-schemas";
-import { recordWriteStatements } from "./write-records";
+import { recordWriteStatements, runWriteBatch } from "./write-records";
 
 const SpansBody = IngestSpansRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("spans"));
 const TraceUpdateBody = UpdateTraceRequest.superRefine(refineRunSelector);
@@ -100,7 +100,7 @@ function requireSameId(field: "trace_id" | "span_id", inBody: string | null | un
   ]);
 }
 
-const SESSION_OF_SPAN = "SELECT session_id FROM records WHERE id = ?1 AND run_id = ?2 AND record_type = 'span'";
+const SESSION_OF_SPAN = "SELECT session_id FROM records WHERE project_id = ?3 AND id = ?1 AND run_id = ?2 AND record_type = 'span'";
 
 interface UpdateOutcome {
   run: RunWithProject;
@@ -119,8 +119,9 @@ async function applyUpdate(
   const run = await ownedRunWithProject(database(d1), principal, projectId, selector);
   const patch = patchRow(target.id, target.family, body, nowMicros());
   const { statements, appliedAt } = patchStatements(d1, patch, { organizationId: principal.organizationId, projectId, runId: run.runId });
+  const scope = { projectId, runId: run.runId };
   const session =
-    target.family === "trace" ? traceSessionQuery(d1, target.id, run.runId) : d1.prepare(SESSION_OF_SPAN).bind(target.id, run.runId);
+    target.family === "trace" ? traceSessionQuery(d1, target.id, scope) : d1.prepare(SESSION_OF_SPAN).bind(target.id, run.runId, projectId);
   const results = await d1.batch([...statements, session]);
   const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
   return { run, applied: results[appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
@@ -144,11 +145,12 @@ export function registerStreamingIngest(app: Router): void {
       nowMicros: nowMicros(),
     });
     const spanIds = batch.records.map((r) => r.id);
-    const results = await d1.batch([
-      ...recordWriteStatements(d1, batch, { organizationId: principal.organizationId, runId: run.runId }),
-      ...linkToStoredTraceStatements(d1, spanIds, run.runId),
+    const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };
+    const results = await runWriteBatch(d1, [
+      ...recordWriteStatements(d1, batch, scope),
+      ...linkToStoredTraceStatements(d1, spanIds, scope),
       ...heldPatchStatements(d1, spanIds, run.runId),
-      traceSessionQuery(d1, body.trace_id, run.runId),
+      traceSessionQuery(d1, body.trace_id, scope),
     ]);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(

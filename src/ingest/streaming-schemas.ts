@@ -8,6 +8,7 @@
 import { z } from "@hono/zod-openapi";
 import { Uuid } from "../http/common-schemas";
 import { runSelectorShape } from "../projects/run-selector";
+import { Tags } from "./capped-fields";
 import { Content, MAX_RECORDS_PER_REQUEST, SpanSchema } from "./ingest-schemas";
 
 export const IngestSpansRequest = z
@@ -20,8 +21,6 @@ export const IngestSpansRequest = z
     spans: z.array(SpanSchema).min(1).max(MAX_RECORDS_PER_REQUEST),
   })
   .openapi("IngestSpansRequest");
-
-const Tags = z.array(z.string().max(1024)).max(1000);
 
 /** Fields both updates share. A field that is absent or null leaves the stored value alone. */
 const updateFields = {

@@ -79,7 +79,7 @@ function standardLeaf(column: Extract<ColumnRef, { kind: "standard" }>, leaf: Fi
 
 /** The tag list is never missing: a record without tags has the empty list. */
 function tagsLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
-  const ofRecord = sql`${leafTags.recordId} = ${r.id}`;
+  const ofRecord = sql`${leafTags.recordRid} = ${r.rid}`;
   switch (leaf.kind) {
     case "contains":
       return sql`EXISTS (SELECT 1 FROM ${from(leafTags)} WHERE ${ofRecord} AND ${folded(leafTags.tag, leaf.caseSensitive)} = ${folded(pack.value(leaf.value), leaf.caseSensitive)})`;
@@ -102,9 +102,9 @@ function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "never" }>, pack: SqlParam
     case "standard":
       return standardLeaf(column, leaf, pack);
     case "metric":
-      return sql`EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordId} = ${r.id} AND ${leafMetrics.name} = ${pack.value(column.name)} AND ${valueTest(leafMetrics.value, leaf, pack)})`;
+      return sql`EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordRid} = ${r.rid} AND ${leafMetrics.name} = ${pack.value(column.name)} AND ${valueTest(leafMetrics.value, leaf, pack)})`;
     case "user_metadata":
-      return sql`EXISTS (SELECT 1 FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordId} = ${r.id} AND ${leafMetadata.key} = ${pack.value(column.key)} AND ${valueTest(leafMetadata.value, leaf, pack)})`;
+      return sql`EXISTS (SELECT 1 FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordRid} = ${r.rid} AND ${leafMetadata.key} = ${pack.value(column.key)} AND ${valueTest(leafMetadata.value, leaf, pack)})`;
     case "dataset_metadata":
       // A NULL entry text makes every test NULL, so the row does not satisfy the EXISTS.
       return sql`EXISTS (SELECT 1 FROM json_each(${r.datasetMetadata}) AS "lj" WHERE "lj"."key" = ${pack.value(column.key)} AND ${valueTest(DATASET_ENTRY_TEXT, leaf, pack)})`;

@@ -6,7 +6,7 @@
  * The statement picks the access path that serves both the filter and the order, so that a
  * page costs what it returns rather than what the run holds (docs/search.md, "Query plans"):
  * - a sort on `metrics/<name>` is driven by record_metrics' (run_id, record_type, name, value,
- *   record_id) index: records with the metric in value order, then (a second arm, run only when
+ *   record_id) index (whose entries also carry the record's rid, the WITHOUT ROWID key): records with the metric in value order, then (a second arm, run only when
  *   the page reaches it) the records without it, by id;
  * - in native order (or sorted by created_at), a top-level `user_metadata.<key>` = value or tag
  *   `contains` leaf is driven by its side table's index, which carries (created_at, record_id)
@@ -27,6 +27,7 @@ import { compileFilter, conjunctsOf, DATASET_ENTRY_TEXT, valueTest } from "./com
 import type { ColumnRef } from "./search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
 import { child, driverMetadata, driverMetrics, driverTags, from, guardRun, leafMetadata, leafMetrics, r, recordColumn } from "./search-tables";
+import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
 
@@ -88,7 +89,7 @@ function sortExpression(column: ColumnRef, pack: SqlParamPack): { expression: SQ
       return { expression: sql`${recordColumn(column.storage)}`, nullable: column.nullable };
     case "user_metadata":
       return {
-        expression: sql`(SELECT ${leafMetadata.value} FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordId} = ${r.id} AND ${leafMetadata.key} = ${pack.value(column.key)})`,
+        expression: sql`(SELECT ${leafMetadata.value} FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordRid} = ${r.rid} AND ${leafMetadata.key} = ${pack.value(column.key)})`,
         nullable: true,
       };
     case "dataset_metadata":
@@ -160,16 +161,18 @@ function sidePlan(ctx: Context, driver: SideDriver): SQL {
           table: driverMetadata,
           createdAt: driverMetadata.createdAt,
           recordId: driverMetadata.recordId,
+          recordRid: driverMetadata.recordRid,
           match: sql`${driverMetadata.runId} = ${run} AND ${driverMetadata.recordType} = ${family} AND ${driverMetadata.key} = ${pack.value(leaf.column.key)} AND ${driverMetadata.value} = ${pack.value(leaf.value)}`,
         }
       : {
           table: driverTags,
           createdAt: driverTags.createdAt,
           recordId: driverTags.recordId,
+          recordRid: driverTags.recordRid,
           match: sql`${driverTags.runId} = ${run} AND ${driverTags.recordType} = ${family} AND ${driverTags.tag} = ${pack.value(leaf.value)}`,
         };
   const ranges = createdAtRanges(conjuncts, side.createdAt, pack).map((range) => sql` AND ${range}`);
-  return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${from(side.table)} CROSS JOIN ${from(r)} ON ${r.id} = ${side.recordId} WHERE ${side.match}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${residual(rest, pack)} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
+  return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${from(side.table)} CROSS JOIN ${from(r)} ON ${r.rid} = ${side.recordRid} WHERE ${side.match}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${residual(rest, pack)} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
 }
 
 // ---- metric-sort plan ---------------------------------------------------------------------------
@@ -188,7 +191,7 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   const rest = residual(conjuncts.filter((c) => !onMetric(c)), pack);
   const run = pack.value(ctx.scope.runId);
   const metricName = pack.value(name);
-  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.id} = ${driverMetrics.recordId} WHERE ${driverMetrics.runId} = ${run} AND ${driverMetrics.recordType} = ${pack.value(query.family)} AND ${driverMetrics.name} = ${metricName}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${rest}`;
+  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${driverMetrics.runId} = ${run} AND ${driverMetrics.recordType} = ${pack.value(query.family)} AND ${driverMetrics.name} = ${metricName}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${rest}`;
   const firstArm = sql`SELECT 0 AS "arm", ${driverMetrics.value} AS "sort_value", ${ctx.columns} FROM ${withMetric} ORDER BY ${driverMetrics.value} ${dir}, ${driverMetrics.recordId} ${dir} ${pageLimit(ctx)}`;
   if (ranges.length > 0) return { with: sql``, inner: firstArm };
 
@@ -197,7 +200,7 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   const offset = pack.value(query.offset);
   const counted = sql`WITH "arm1_count"("n") AS (SELECT count(*) FROM (SELECT 1 FROM ${withMetric} LIMIT ${pageEnd})) `;
   const firstArmRows = sql.raw(`(SELECT "n" FROM "arm1_count")`);
-  const withoutMetric = sql`NOT EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordId} = ${r.id} AND ${leafMetrics.name} = ${metricName})`;
+  const withoutMetric = sql`NOT EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordRid} = ${r.rid} AND ${leafMetrics.name} = ${metricName})`;
   // LIMIT 0 when the first arm fills the page: SQLite then never starts the second arm's scan.
   const secondArm = sql`SELECT 1 AS "arm", NULL AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${withoutMetric} AND ${rest} ORDER BY ${r.id} ${dir} LIMIT max(0, ${pageEnd} - max(${firstArmRows}, ${offset})) OFFSET max(0, ${offset} - ${firstArmRows})`;
   return { with: counted, inner: sql`SELECT * FROM (${firstArm}) UNION ALL SELECT * FROM (${secondArm})` };
@@ -234,10 +237,33 @@ function selectList(names: readonly string[]): SQL {
   return list;
 }
 
+/** Columns that may hold large text, whose bytes count against SEARCH_LIMITS.maxPageBytes. */
+const TEXT_COLUMNS = new Set([
+  "name", "input", "output", "redacted_input", "redacted_output", "external_id", "dataset_input", "dataset_output",
+  "dataset_metadata", "error_message", "progress_message", "user_metadata", "tags", "metrics", "metric_info",
+  "feedback_rating_info", "model", "finish_reason", "tools", "events", "tool_call_id", "agent_name", "evaluator_name",
+  "selector_path",
+]);
+
+/** Fields `truncate_fields` cuts to SEARCH_LIMITS.truncatedFieldLength characters (4 bytes each at most). */
+const TRUNCATED_COLUMNS = new Set(["input", "output", "redacted_input", "redacted_output"]);
+
+/** SQL: the bytes of the page row's selected text, as the answer will carry them (at most). */
+function rowBytes(names: readonly string[], query: SearchQuery): SQL {
+  const terms = names
+    .filter((name) => TEXT_COLUMNS.has(name))
+    .map((name) => {
+      const bytes = `coalesce(length(CAST("page"."${name}" AS BLOB)), 0)`;
+      return query.truncateFields && TRUNCATED_COLUMNS.has(name) ? `min(${bytes}, ${4 * SEARCH_LIMITS.truncatedFieldLength})` : bytes;
+    });
+  return sql.raw(terms.length === 0 ? "0" : terms.join(" + "));
+}
+
 export function compileSearchQuery(query: SearchQuery, scope: SearchScope): CompiledStatement {
   const pack = new SqlParamPack();
   const ascending = query.sort?.ascending ?? false;
-  const ctx: Context = { query, scope, pack, direction: ascending ? "ASC" : "DESC", columns: selectList(storageNeeded(query)) };
+  const names = storageNeeded(query);
+  const ctx: Context = { query, scope, pack, direction: ascending ? "ASC" : "DESC", columns: selectList(names) };
   const sortColumn = query.sort?.column;
   let prefix = sql``;
   let inner: SQL;
@@ -252,6 +278,11 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   }
   const dir = sql.raw(ctx.direction);
   // The page is re-sorted outside (at most limit + 1 rows): a subquery's order is not guaranteed.
-  const statement = sql`${prefix}SELECT "page".*${countColumns(ctx)} FROM (${inner}) AS "page" ORDER BY "page"."arm", "page"."sort_value" IS NULL, "page"."sort_value" ${dir}, "page"."id" ${dir}`;
+  const order = sql`"arm", "sort_value" IS NULL, "sort_value" ${dir}, "id" ${dir}`;
+  // The byte budget: each row knows the bytes of the rows before it in page order, and the page
+  // keeps the rows that start within SEARCH_LIMITS.maxPageBytes (the first one always). How
+  // many rows were read (`_rows_read`) tells the caller whether the budget cut the page.
+  const bytes = rowBytes(names, query);
+  const statement = sql`${prefix}SELECT * FROM (SELECT "page".*${countColumns(ctx)}, ${bytes} AS "_row_bytes", sum(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS "_bytes_through", count(*) OVER () AS "_rows_read" FROM (${inner}) AS "page") WHERE "_bytes_through" - "_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order}`;
   return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
 }

@@ -36,9 +36,15 @@ export async function runSearch(
   return pageResponse((rows?.results ?? []) as StoredRow[], query);
 }
 
-/** The page and its pagination fields, from the (limit + 1) rows the statement returned. */
+/**
+ * The page and its pagination fields, from the rows the statement returned: limit + 1 (to know
+ * whether more follow), or fewer when the page's byte budget cut it (compile-search-query.ts):
+ * then more follow too, from the first record not returned.
+ */
 function pageResponse(rows: StoredRow[], query: SearchQuery): SearchResponse {
-  const paginated = rows.length > query.limit;
+  const read = Number((rows[0] as { _rows_read?: number } | undefined)?._rows_read ?? rows.length);
+  const cutBySize = rows.length < read;
+  const paginated = cutBySize || rows.length > query.limit;
   const records = rows.slice(0, query.limit).map((row) => shapeRecord(row, query));
   const last = records[records.length - 1];
   return {

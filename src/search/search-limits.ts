@@ -29,4 +29,11 @@ export const SEARCH_LIMITS = {
   maxSelectedColumns: 500,
   /** Characters kept of each long string field when `truncate_fields` is true. */
   truncatedFieldLength: 1000,
+  /**
+   * Bytes of stored record text one page may carry (every selected text and JSON column
+   * counted, in UTF-8): a page of 1,000 records with 2 MB inputs would be 2 GB, far past a
+   * Worker's 128 MB. The page ends before the record that would cross it (the first record is
+   * always returned), with `paginated` true and `next_starting_token` at that record.
+   */
+  maxPageBytes: 8_000_000,
 } as const;

@@ -3,6 +3,7 @@ declare namespace Cloudflare {
     TEST_MIGRATIONS: import("cloudflare:test").D1Migration[];
     /** Requests per operation of the OpenAPI fuzz (vitest.config.ts); empty for its default. */
     FUZZ_RUNS: string;
+    MIGRATION_TEST_DB: D1Database;
   }
 }
 

@@ -1,0 +1,72 @@
+/**
+ * Migrations keep a deployed database's data: each migration that rebuilds tables is applied to
+ * a database holding rows of the schema before it, and the rows must come through intact.
+ */
+import { applyD1Migrations, env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+
+const migration = (tag: string) => {
+  const index = env.TEST_MIGRATIONS.findIndex((m) => m.name.startsWith(tag));
+  if (index < 0) throw new Error(`no migration ${tag}`);
+  return index;
+};
+
+describe("0005: record ids per project, side rows by rid", () => {
+  it("keeps every record, metadata, tag and metric row, and links side rows to their record", async () => {
+    const db = env.MIGRATION_TEST_DB;
+    await applyD1Migrations(db, env.TEST_MIGRATIONS.slice(0, migration("0005")));
+    const [org, project, run] = ["org-1", "project-1", "run-1"];
+    const records = [
+      ["trace-1", "trace", "trace", null, "trace-1", null, '{"customer":"acme"}', '["a","b"]', '{"toxicity":0.5}'],
+      ["span-1", "span", "llm", null, "trace-1", "trace-1", '{"k":"v"}', "[]", '{"num_input_tokens":3}'],
+      ["session-1", "session", "session", "session-1", null, null, "{}", "[]", "{}"],
+    ] as const;
+    await db.batch([
+      db.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'o', 0)").bind(org),
+      db.prepare("INSERT INTO projects (id, organization_id, name, type, created_at, updated_at) VALUES (?, ?, 'p', 'gen_ai', 0, 0)").bind(project, org),
+      db.prepare("INSERT INTO runs (id, organization_id, project_id, kind, name, created_at, updated_at) VALUES (?, ?, ?, 'log_stream', 'r', 0, 0)").bind(run, org, project),
+      ...records.map(([id, family, type, session, trace, parent, metadata, tags, metrics], i) =>
+        db
+          .prepare(
+            `INSERT INTO records (id, organization_id, project_id, run_id, record_type, type, name, created_at, session_id, trace_id, parent_id, user_metadata, tags, metrics)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          )
+          .bind(id, org, project, run, family, type, `name-${i}`, 1000 + i, session, trace, parent, metadata, tags, metrics),
+      ),
+      db.prepare("INSERT INTO record_metadata (record_id, key, value, organization_id, run_id, record_type, created_at) VALUES ('trace-1', 'customer', 'acme', ?, ?, 'trace', 1000), ('span-1', 'k', 'v', ?, ?, 'span', 1001)").bind(org, run, org, run),
+      db.prepare("INSERT INTO record_tags (record_id, tag, run_id, record_type, created_at) VALUES ('trace-1', 'a', ?, 'trace', 1000), ('trace-1', 'b', ?, 'trace', 1000)").bind(run, run),
+      db.prepare("INSERT INTO record_metrics (record_id, name, value, run_id, record_type, created_at) VALUES ('trace-1', 'toxicity', 0.5, ?, 'trace', 1000), ('span-1', 'num_input_tokens', 3, ?, 'span', 1001)").bind(run, run),
+    ]);
+    const before = (await db.prepare("SELECT * FROM records ORDER BY id").all<Record<string, unknown>>()).results;
+
+    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+
+    const after = (await db.prepare("SELECT * FROM records ORDER BY id").all<Record<string, unknown>>()).results;
+    expect(after.map(({ rid: _rid, ...rest }) => rest)).toEqual(before);
+    const joined = async (table: string, columns: string) =>
+      (await db.prepare(`SELECT r.id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid AND r.id = s.record_id ORDER BY 1, 2`).all()).results;
+    expect(await joined("record_metadata", "s.key, s.value")).toEqual([
+      { id: "span-1", key: "k", value: "v" },
+      { id: "trace-1", key: "customer", value: "acme" },
+    ]);
+    expect(await joined("record_tags", "s.tag")).toEqual([
+      { id: "trace-1", tag: "a" },
+      { id: "trace-1", tag: "b" },
+    ]);
+    expect(await joined("record_metrics", "s.name, s.value")).toEqual([
+      { id: "span-1", name: "num_input_tokens", value: 3 },
+      { id: "trace-1", name: "toxicity", value: 0.5 },
+    ]);
+    // The cascade from records to side rows is in place, and so are the guard triggers.
+    await db.prepare("DELETE FROM records WHERE id = 'trace-1'").run();
+    expect((await db.prepare("SELECT count(*) AS n FROM record_tags").first<{ n: number }>())!.n).toBe(0);
+    const triggers = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string }>()).results;
+    expect(triggers.map((t) => t.name)).toEqual(["records_ownership_guard", "run_columns_metric_name_limit"]);
+  });
+
+  it("the run's metric-name cap in the trigger is RECORD_LIMITS.maxMetricNamesPerRun", async () => {
+    const { RECORD_LIMITS } = await import("../src/ingest/record-limits");
+    const trigger = await env.DB.prepare("SELECT sql FROM sqlite_master WHERE name = 'run_columns_metric_name_limit'").first<{ sql: string }>();
+    expect(trigger!.sql).toContain(`> ${RECORD_LIMITS.maxMetricNamesPerRun}`);
+  });
+});
