@@ -4,12 +4,14 @@
  *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
  *   npm run bench -- ingest            ingestion throughput (issue 5)
+ *   npm run bench -- load              two organizations, one abusive, against wrangler dev (issue 9)
  *   npm run bench -- all               the three, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
  * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion; verify: 2000), --seed 1,
- * --shapes first-page,tag (search), --quick (few samples: to try the harness, not for figures).
+ * --shapes first-page,tag (search), --seconds 75 (load: each phase), --port 8890 (load: the server's
+ * loopback port, the inspector's next to it), --quick (few samples: to try the harness, not for figures).
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
  */
@@ -17,11 +19,12 @@ import { ensureDataset } from "./dataset/dataset-cache";
 import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
+import { runLoadBench } from "./load/load-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "ingest", "load", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -31,6 +34,8 @@ interface Options {
   seed: number;
   quick: boolean;
   shapes: string[];
+  seconds: number | undefined;
+  port: number | undefined;
 }
 
 function positiveInteger(text: string, flag: string): number {
@@ -42,7 +47,7 @@ function positiveInteger(text: string, flag: string): number {
 const DEFAULT_SIZE = 1_000_000;
 
 function parseArguments(argv: string[]): Options {
-  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, seed: 1, quick: false, shapes: [] };
+  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, seed: 1, quick: false, shapes: [], seconds: undefined, port: undefined };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;
     const value = () => {
@@ -57,7 +62,9 @@ function parseArguments(argv: string[]): Options {
     else if (arg === "--seed") options.seed = positiveInteger(value(), "--seed");
     else if (arg === "--shapes") options.shapes = value().split(",").filter(Boolean);
     else if (arg === "--quick") options.quick = true;
-    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --quick`);
+    else if (arg === "--seconds") options.seconds = positiveInteger(value(), "--seconds");
+    else if (arg === "--port") options.port = positiveInteger(value(), "--port");
+    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --quick`);
   }
   return options;
 }
@@ -75,6 +82,7 @@ async function main(): Promise<void> {
   if (bench === "search" || bench === "all") await runSearchBench(options);
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
+  if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

@@ -24,6 +24,7 @@ declare global {
       ORG_RATE_LIMITER: RateLimit;
       /** Configurable limits (src/limits/limit-settings.ts, docs/limits.md); unset means the default. */
       ORG_CONCURRENT_SCANS?: string;
+      ORG_SCAN_TIME_PERCENT?: string;
       PASSWORD_FREE_FAILURES_PER_EMAIL?: string;
       PASSWORD_FREE_FAILURES_PER_IP?: string;
       PASSWORD_MAX_LOCKOUT_SECONDS?: string;

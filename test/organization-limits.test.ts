@@ -7,7 +7,7 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import wranglerToml from "../wrangler.toml?raw";
-import { limitSetting } from "../src/limits/limit-settings";
+import { limitSetting, SCAN_WINDOW_MS, scanPolicy } from "../src/limits/limit-settings";
 import { ORG_RATE_PERIOD_SECONDS } from "../src/limits/organization-rate";
 import { normalizeSearchRequest } from "../src/search/normalize-search-request";
 import { classifySearchCost, DEEP_OFFSET } from "../src/search/search-cost";
@@ -96,17 +96,22 @@ function slotsOf(t: Tenant) {
 async function fillSlots(t: Tenant, leaseMs?: number): Promise<string[]> {
   const leases: string[] = [];
   for (let i = 0; i < limitSetting(env, "ORG_CONCURRENT_SCANS"); i++) {
-    const verdict = await slotsOf(t).acquire(limitSetting(env, "ORG_CONCURRENT_SCANS"), leaseMs);
+    const verdict = await slotsOf(t).acquire({ ...scanPolicy(env), leaseMs });
     expect(verdict.granted).toBe(true);
     if (verdict.granted) leases.push(verdict.lease);
   }
   return leases;
 }
 
-function expectTooManyScans(response: CallResult): void {
+function expectTooManyScans(response: CallResult, reason: "concurrency" | "time" = "concurrency"): number {
   expect(response.status, JSON.stringify(response.body)).toBe(429);
-  expect(Number(response.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-  expect(response.body.detail).toMatch(/^Too many scan-class searches at once for this organization \(at most \d+/);
+  const retryAfter = Number(response.headers.get("retry-after"));
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(response.body.detail).toMatch(
+    reason === "concurrency" ? /^Too many scan-class searches at once for this organization \(at most \d+/ : /^This organization's scan-class searches .* used their share of the database \(1\.0 s per 10 s\); retry in \d+ s/,
+  );
+  expect(response.body.detail).toContain(`retry in ${retryAfter} s`);
+  return retryAfter;
 }
 
 describe("concurrent scan-class searches per organization", () => {
@@ -138,6 +143,25 @@ describe("concurrent scan-class searches per organization", () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await call(`/v2/projects/${projectId}/spans/partial_search`, { as: tenant, body: SCAN(logStreamId) })).status).toBe(200);
     expect(await slotsOf(tenant).inUse()).toBe(0);
+  });
+
+  it("an organization whose scans held the database for their share of the window waits, whatever the concurrency", async () => {
+    const busy = await createTenant();
+    const [project, run] = await runOf(busy);
+    const policy = scanPolicy(env);
+    expect(policy.budgetMs).toBe(SCAN_WINDOW_MS * limitSetting(env, "ORG_SCAN_TIME_PERCENT") / 100);
+    // One lease that lived as long as the whole budget (a scan that ran that long, or died).
+    const verdict = await slotsOf(busy).acquire({ ...policy, leaseMs: policy.budgetMs });
+    expect(verdict.granted).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, policy.budgetMs + 50));
+    expect(await slotsOf(busy).inUse()).toBe(0);
+    const retryAfter = expectTooManyScans(await call(`/v2/projects/${project}/spans/partial_search`, { as: busy, body: SCAN(run) }), "time");
+    // Until that lease's time leaves the window.
+    expect(retryAfter).toBeGreaterThan((SCAN_WINDOW_MS - policy.budgetMs) / 1000 - 2);
+    expect(retryAfter).toBeLessThanOrEqual(SCAN_WINDOW_MS / 1000);
+    // Indexed searches, and other organizations' scans, go on.
+    expect((await call(`/v2/projects/${project}/spans/partial_search`, { as: busy, body: INDEXED(run) })).status).toBe(200);
+    expect((await call(`/v2/projects/${otherProjectId}/spans/partial_search`, { as: other, body: SCAN(otherLogStreamId) })).status).toBe(200);
   });
 
   it("a scan that fails gives its slot back", async () => {

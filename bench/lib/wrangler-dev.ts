@@ -81,12 +81,14 @@ export interface StartOptions {
   /** Path probed until the worker answers (any HTTP status counts as up). */
   readyPath?: string;
   readyTimeoutMs?: number;
+  /** Loopback port to listen on (default: one the kernel hands out), and the inspector's next to it. */
+  port?: number;
 }
 
 export async function startDevServer(options: StartOptions): Promise<DevServer> {
   const entry = process.env.BENCH_UNFROZEN ? undefined : bundled(options.config);
-  const port = await freePort();
-  const inspectorPort = await freePort();
+  const port = options.port ?? (await freePort());
+  const inspectorPort = options.port === undefined ? await freePort() : options.port + 1;
   const logDir = path.join(DATA_DIR, "logs");
   mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${options.name}-${port}.log`);

@@ -5,10 +5,16 @@
  */
 import type { Env } from "../env";
 import type { GuardPolicy } from "./password-guard";
+import type { ScanPolicy } from "./scan-slots";
+
+/** The window the scan time budget is counted over. */
+export const SCAN_WINDOW_MS = 10_000;
 
 export const LIMIT_DEFAULTS = {
   /** Scan-class searches (src/search/search-cost.ts) one organization may run at once. */
   ORG_CONCURRENT_SCANS: 2,
+  /** Share of the time (percent, over SCAN_WINDOW_MS) one organization's scans may hold slots. */
+  ORG_SCAN_TIME_PERCENT: 10,
   /** Failed password checks per email before lock-outs start. */
   PASSWORD_FREE_FAILURES_PER_EMAIL: 5,
   /** Failed password checks per client IP before lock-outs start (an office shares one IP). */
@@ -38,4 +44,9 @@ export function passwordPolicies(env: Env): { email: GuardPolicy; ip: GuardPolic
     email: { freeFailures: limitSetting(env, "PASSWORD_FREE_FAILURES_PER_EMAIL"), ...shared },
     ip: { freeFailures: limitSetting(env, "PASSWORD_FREE_FAILURES_PER_IP"), ...shared },
   };
+}
+
+export function scanPolicy(env: Env): ScanPolicy {
+  const percent = Math.min(100, limitSetting(env, "ORG_SCAN_TIME_PERCENT"));
+  return { maxConcurrent: limitSetting(env, "ORG_CONCURRENT_SCANS"), budgetMs: (SCAN_WINDOW_MS * percent) / 100, windowMs: SCAN_WINDOW_MS };
 }

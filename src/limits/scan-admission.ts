@@ -1,25 +1,31 @@
 /**
  * Runs a scan-class search while holding one of its organization's scan slots (scan-slots.ts),
  * or answers 429 with `Retry-After` when the organization already runs as many as it may
- * (ORG_CONCURRENT_SCANS, docs/limits.md).
+ * (ORG_CONCURRENT_SCANS) or has used its share of scan time (ORG_SCAN_TIME_PERCENT of the last
+ * 10 s); docs/limits.md.
  */
 import type { Env } from "../env";
 import { ApiError } from "../http/errors";
-import { limitSetting } from "./limit-settings";
+import { scanPolicy } from "./limit-settings";
+import type { ScanPolicy, SlotVerdict } from "./scan-slots";
 
-export function tooManyScans(retryAfterSeconds: number, limit: number): ApiError {
-  return new ApiError(
-    429,
-    `Too many scan-class searches at once for this organization (at most ${limit}: substring or case-insensitive matches, sorts on unindexed columns, deep offsets); retry in ${retryAfterSeconds} s, or narrow the search so that an index serves it.`,
-    { "Retry-After": String(retryAfterSeconds) },
-  );
+const SCAN_CLASS = "substring or case-insensitive matches, sorts on unindexed columns, deep offsets";
+
+export function tooManyScans(verdict: Extract<SlotVerdict, { granted: false }>, policy: ScanPolicy): ApiError {
+  const what =
+    verdict.reason === "concurrency"
+      ? `Too many scan-class searches at once for this organization (at most ${policy.maxConcurrent}; ${SCAN_CLASS})`
+      : `This organization's scan-class searches (${SCAN_CLASS}) used their share of the database (${(policy.budgetMs / 1000).toFixed(1)} s per ${policy.windowMs / 1000} s)`;
+  return new ApiError(429, `${what}; retry in ${verdict.retryAfterSeconds} s, or narrow the search so that an index serves it.`, {
+    "Retry-After": String(verdict.retryAfterSeconds),
+  });
 }
 
 export async function whileHoldingScanSlot<T>(env: Env, organizationId: string, work: () => Promise<T>): Promise<T> {
-  const limit = limitSetting(env, "ORG_CONCURRENT_SCANS");
+  const policy = scanPolicy(env);
   const slots = env.SCAN_SLOTS.get(env.SCAN_SLOTS.idFromName(organizationId));
-  const verdict = await slots.acquire(limit);
-  if (!verdict.granted) throw tooManyScans(verdict.retryAfterSeconds, limit);
+  const verdict = await slots.acquire(policy);
+  if (!verdict.granted) throw tooManyScans(verdict, policy);
   try {
     return await work();
   } finally {
