@@ -9,6 +9,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { clientKey } from "../src/limits/password-attempts";
 import { type GuardPolicy, lockoutMs } from "../src/limits/password-guard";
 import { limitSetting } from "../src/limits/limit-settings";
+import { rememberRefusal, remainingRefusal } from "../src/limits/refusal-memo";
 import { type CallResult, call } from "./support/client";
 import { failingDatabase } from "./support/failing-database";
 import { type Tenant, createTenant } from "./support/tenants";
@@ -56,6 +57,17 @@ describe("the lock-out policy", () => {
     expect([6, 7, 8, 9, 15].map((n) => lockoutMs(n, policy))).toEqual([1000, 2000, 4000, 8000, 512_000]);
     expect(lockoutMs(16, policy)).toBe(900_000);
     expect(lockoutMs(10_000, policy)).toBe(900_000);
+  });
+
+  it("a refusal is remembered in the isolate for as long as it was announced, and no longer", () => {
+    const key = `memo-test:${crypto.randomUUID()}`;
+    const now = 1_000_000;
+    expect(remainingRefusal(key, now)).toBeUndefined();
+    rememberRefusal(key, 3, now);
+    expect(remainingRefusal(key, now)).toBe(3);
+    expect(remainingRefusal(key, now + 2_100)).toBe(1);
+    expect(remainingRefusal(key, now + 3_000)).toBeUndefined();
+    expect(remainingRefusal(key, now)).toBeUndefined();
   });
 
   it("counts IPv6 clients per /64 and IPv4 clients per address", () => {

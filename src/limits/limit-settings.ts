@@ -18,7 +18,7 @@ export const LIMIT_DEFAULTS = {
   /** Failed password checks per email before lock-outs start. */
   PASSWORD_FREE_FAILURES_PER_EMAIL: 5,
   /** Failed password checks per client IP before lock-outs start (an office shares one IP). */
-  PASSWORD_FREE_FAILURES_PER_IP: 20,
+  PASSWORD_FREE_FAILURES_PER_IP: 10,
   /** Longest lock-out, in seconds; each failure past the free ones doubles it up to this. */
   PASSWORD_MAX_LOCKOUT_SECONDS: 900,
   /** Seconds without a failure after which a key's failures are forgotten. */

@@ -14,6 +14,7 @@ import type { Env } from "../env";
 import { ApiError } from "../http/errors";
 import { passwordPolicies } from "./limit-settings";
 import type { GuardPolicy, GuardVerdict } from "./password-guard";
+import { rememberRefusal, remainingRefusal } from "./refusal-memo";
 
 export interface PasswordGate {
   /** Before verifying: resolves when the check may go ahead, throws a 429 otherwise. */
@@ -56,8 +57,15 @@ export function passwordGate(env: Env, email: string, clientIp: string | undefin
   if (clientIp) guarded.push({ key: `ip:${clientKey(clientIp)}`, policy: policies.ip, clearOnSuccess: false });
   return {
     async admit() {
+      // A lock-out this isolate already heard of: refused without asking the guards again.
+      const known = Math.max(0, ...guarded.map((g) => remainingRefusal(g.key) ?? 0));
+      if (known > 0) throw tooManyFailures(known);
       const verdicts: GuardVerdict[] = await Promise.all(guarded.map((g) => guard(env, g.key).admit(g.policy)));
       const wait = Math.max(0, ...verdicts.map((v) => (v.admitted ? 0 : v.retryAfterSeconds)));
+      guarded.forEach((g, i) => {
+        const verdict = verdicts[i]!;
+        if (!verdict.admitted) rememberRefusal(g.key, verdict.retryAfterSeconds);
+      });
       if (verdicts.some((v) => !v.admitted)) {
         // The guard that admitted counted a check that will not run: take it back.
         await Promise.all(guarded.map((g, i) => (verdicts[i]!.admitted ? guard(env, g.key).succeeded(g.policy, false) : undefined)));

@@ -7,25 +7,37 @@
 import type { Env } from "../env";
 import { ApiError } from "../http/errors";
 import { scanPolicy } from "./limit-settings";
+import { rememberRefusal, remainingRefusal } from "./refusal-memo";
 import type { ScanPolicy, SlotVerdict } from "./scan-slots";
 
 const SCAN_CLASS = "substring or case-insensitive matches, sorts on unindexed columns, deep offsets";
 
-export function tooManyScans(verdict: Extract<SlotVerdict, { granted: false }>, policy: ScanPolicy): ApiError {
+type Refusal = Extract<SlotVerdict, { granted: false }>;
+
+export function tooManyScans(verdict: Refusal, policy: ScanPolicy): ApiError {
+  const { retryAfterSeconds } = verdict;
   const what =
     verdict.reason === "concurrency"
       ? `Too many scan-class searches at once for this organization (at most ${policy.maxConcurrent}; ${SCAN_CLASS})`
       : `This organization's scan-class searches (${SCAN_CLASS}) used their share of the database (${(policy.budgetMs / 1000).toFixed(1)} s per ${policy.windowMs / 1000} s)`;
-  return new ApiError(429, `${what}; retry in ${verdict.retryAfterSeconds} s, or narrow the search so that an index serves it.`, {
-    "Retry-After": String(verdict.retryAfterSeconds),
+  return new ApiError(429, `${what}; retry in ${retryAfterSeconds} s, or narrow the search so that an index serves it.`, {
+    "Retry-After": String(retryAfterSeconds),
   });
 }
 
 export async function whileHoldingScanSlot<T>(env: Env, organizationId: string, work: () => Promise<T>): Promise<T> {
   const policy = scanPolicy(env);
+  // An organization known to have used its scan time is refused without asking the object again.
+  // (A refusal for concurrency is not remembered: a slot may free any moment.)
+  const memoKey = `scan-time:${organizationId}`;
+  const known = remainingRefusal(memoKey);
+  if (known !== undefined) throw tooManyScans({ granted: false, retryAfterSeconds: known, reason: "time" }, policy);
   const slots = env.SCAN_SLOTS.get(env.SCAN_SLOTS.idFromName(organizationId));
   const verdict = await slots.acquire(policy);
-  if (!verdict.granted) throw tooManyScans(verdict, policy);
+  if (!verdict.granted) {
+    if (verdict.reason === "time") rememberRefusal(memoKey, verdict.retryAfterSeconds);
+    throw tooManyScans(verdict, policy);
+  }
   try {
     return await work();
   } finally {
