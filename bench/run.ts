@@ -1,11 +1,12 @@
 /**
- * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4 and 5.
+ * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9 and 12.
  *
  *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
  *   npm run bench -- ingest            ingestion throughput (issue 5)
+ *   npm run bench -- otlp              OpenTelemetry intake (OTLP protobuf) against native ingestion (issue 12)
  *   npm run bench -- load              two organizations, one abusive, against wrangler dev (issue 9)
- *   npm run bench -- all               the three, one after the other
+ *   npm run bench -- all               all five, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
@@ -20,11 +21,12 @@ import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
 import { runLoadBench } from "./load/load-bench";
+import { runOtlpBench } from "./otlp/otlp-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "load", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -82,6 +84,7 @@ async function main(): Promise<void> {
   if (bench === "search" || bench === "all") await runSearchBench(options);
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
+  if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

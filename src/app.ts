@@ -11,6 +11,7 @@ import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
 import { requestId } from "./http/middleware";
 import { registerIngest } from "./ingest/ingest-routes";
+import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
 import { registerProjects } from "./projects/projects-routes";
@@ -48,6 +49,10 @@ export function createApp() {
   const app = createRouter();
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
+  // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,
+  // not our 422); their routes read their bodies themselves (src/otlp/read-body.ts).
+  app.route("/", otlpRoutes());
+  app.route("/v2", otlpRoutes());
   app.onError(onError);
   app.notFound(notFoundHandler);
 

@@ -103,6 +103,10 @@ describe("each scheme is accepted", () => {
     });
   }
 
+  it("an API key sent as a bearer credential (what OpenTelemetry exporters can send)", async () => {
+    expectOwnProjects(await call(PROTECTED, bearer(tenant.apiKey)));
+  });
+
   it("login with the email in another case (emails are case-insensitive)", async () => {
     const token = await tokenFor("/login", form({ username: tenant.email.toUpperCase(), password: tenant.password }));
     expectOwnProjects(await call(PROTECTED, bearer(token)));
@@ -162,6 +166,7 @@ describe("each rejection is a 401 with WWW-Authenticate", () => {
   it("a token that is not a JWT", async () => {
     expectUnauthorized(await call(PROTECTED, bearer("not-a-token")), "Invalid or expired token");
     expectUnauthorized(await call(PROTECTED, bearer("a.b.c")), "Invalid or expired token");
+    expectUnauthorized(await call(PROTECTED, bearer("tsk_not-a-key")), "Invalid API key");
   });
 
   it("an expired token", async () => {

@@ -11,6 +11,8 @@ import { SELF } from "cloudflare:test";
 import limitsDoc from "../docs/limits.md?raw";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_BODY_LIMIT, bodyLimitFor, formatBytes, listedBodyLimits, openApiPathOf, routeKey } from "../src/http/body-limits";
+import { OTLP_LIMITS } from "../src/otlp/otlp-limits";
+import { OTLP_PATHS } from "../src/otlp/otlp-routes";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
 
@@ -125,6 +127,12 @@ describe("the cap of each route", () => {
     }
     expect(documented).toEqual(new Map(listedBodyLimits().map(([route, bytes]) => [route, formatBytes(bytes)])));
     expect(section).toContain(`| any other route with a body | ${formatBytes(DEFAULT_BODY_LIMIT)} |`);
+  });
+
+  it("the OpenTelemetry intake, which reads its own bodies, reads them within the table's cap", () => {
+    for (const path of OTLP_PATHS) {
+      for (const prefix of ["", "/v2"]) expect(bodyLimitFor("POST", `${prefix}${path}`)).toMatchObject({ bytes: OTLP_LIMITS.maxBodyBytes, listed: true });
+    }
   });
 
   it("route patterns become the document's paths", () => {

@@ -15,6 +15,7 @@
  * ones.
  */
 import type { IngestContext, RecordBatch } from "../../src/ingest/record-rows";
+import { mergeBatches } from "../../src/ingest/merge-batches";
 import { sessionRows, traceRows } from "../../src/ingest/record-rows";
 import { recordWriteStatements } from "../../src/ingest/write-records";
 import type { IngestTrace } from "../../src/ingest/ingest-schemas";
@@ -40,25 +41,6 @@ export interface RunScope {
 export function ingestStatements(batch: RecordBatch, scope: RunScope): SqlStatement[] {
   const capture = { prepare: (sql: string) => ({ bind: (...params: unknown[]) => ({ sql, params }) }) };
   return recordWriteStatements(capture as unknown as D1Database, batch, scope) as unknown as SqlStatement[];
-}
-
-/** Several builders' batches as one (one request's worth of statements). */
-export function mergeBatches(batches: RecordBatch[]): RecordBatch {
-  const merged: RecordBatch = { records: [], encoded: [], parentIds: [], presentColumns: [] };
-  const present = new Set<string>();
-  for (const batch of batches) {
-    merged.records.push(...batch.records);
-    merged.encoded.push(...batch.encoded);
-    merged.parentIds.push(...batch.parentIds);
-    for (const [family, column] of batch.presentColumns) {
-      const key = `${family}\u0000${column}`;
-      if (!present.has(key)) {
-        present.add(key);
-        merged.presentColumns.push([family, column]);
-      }
-    }
-  }
-  return merged;
 }
 
 export function ingestContext(scope: RunScope, sessionId: string | null = null): IngestContext {

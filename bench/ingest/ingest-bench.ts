@@ -22,7 +22,8 @@ import { RECORD_COLUMNS, type RecordBatch, sessionRows, traceRows } from "../../
 import type { IngestSpan, IngestTrace } from "../../src/ingest/ingest-schemas";
 import { type Dataset, discardCopy, emptyDatabase } from "../dataset/dataset-cache";
 import { type PlannedSession, type PlannedTrace, sessionInput, traceInput, WINDOW_END_MICROS, WINDOW_MICROS } from "../dataset/synthetic-traces";
-import { ingestContext, ingestStatements, mergeBatches, type RunScope } from "../dataset/write-run";
+import { mergeBatches } from "../../src/ingest/merge-batches";
+import { ingestContext, ingestStatements, type RunScope } from "../dataset/write-run";
 import { expectStatus, timedJson } from "../lib/http-timing";
 import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
 import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
@@ -39,7 +40,7 @@ const TRACES_PER_REQUEST = 100;
 const SPANS_PER_TRACE = 10;
 const SEED = 5;
 
-interface Workload {
+export interface Workload {
   sessions: PlannedSession[];
   /** One element per request: its traces. */
   requests: IngestTrace[][];
@@ -52,7 +53,7 @@ interface Workload {
  * request); `minimal` keeps each record's ids, kind, name, time and a short input and output, and
  * nothing else, to show what the same path does when rows are small.
  */
-type Payload = "realistic" | "minimal";
+export type Payload = "realistic" | "minimal";
 
 function minimalSpan(span: IngestSpan): IngestSpan {
   return {
@@ -71,7 +72,7 @@ function minimalTrace(trace: IngestTrace): IngestTrace {
 }
 
 /** `requests` requests of 100 traces × 10 spans, spread over sessions of 10 traces. */
-function workload(requests: number, offset: number, payload: Payload): Workload {
+export function workload(requests: number, offset: number, payload: Payload): Workload {
   const sessions: PlannedSession[] = [];
   const bodies: IngestTrace[][] = [];
   const start = WINDOW_END_MICROS - WINDOW_MICROS;

@@ -3,6 +3,7 @@ import { database } from "../db/client";
 import type { AppEnv, Principal } from "../http/app-env";
 import { ApiError } from "../http/errors";
 import { passwordGate } from "../limits/password-attempts";
+import { API_KEY_PREFIX } from "./api-keys";
 import { principalFromApiKey, principalFromPassword } from "./principal-store";
 import { principalFromToken } from "./tokens";
 
@@ -40,6 +41,13 @@ async function resolvePrincipal(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Pr
     const [scheme = "", ...rest] = authorization.trim().split(/\s+/);
     const credentials = rest.join(" ");
     if (scheme.toLowerCase() === "bearer" && credentials) {
+      // Clients that can set only this header (OpenTelemetry exporters) send an API key here: our
+      // keys start with `tsk_`, which no JWT (three dot-separated base64url parts) does.
+      if (credentials.startsWith(API_KEY_PREFIX)) {
+        const principal = await principalFromApiKey(database(c.env.DB), credentials);
+        if (!principal) throw unauthorized("Invalid API key");
+        return principal;
+      }
       const principal = await principalFromToken(c.env, credentials);
       if (!principal) throw unauthorized("Invalid or expired token");
       return principal;

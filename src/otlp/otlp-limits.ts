@@ -1,0 +1,15 @@
+/**
+ * What one OTLP export request may carry (README "Send OpenTelemetry traces", docs/otlp.md).
+ * A request over a limit is answered 413, which OTel exporters do not retry: the limits are set
+ * well above the SDKs' default batches (512 spans per export) and below what would strain a
+ * Worker's 128 MB: a request's bytes are held about four times over while it is handled (the
+ * body, the decoded strings, the rows built from them, the JSON parameters sent to D1).
+ */
+export const OTLP_LIMITS = {
+  /** Bytes of the body as decoded: after gzip decompression, before protobuf or JSON decoding. */
+  maxBodyBytes: 10 * 1024 * 1024,
+  /** Spans in one request (as for native ingestion, src/ingest/ingest-schemas.ts). */
+  maxSpansPerRequest: 10_000,
+  /** Nesting of AnyValue arrays and maps kept when an attribute value is rendered as text. */
+  maxValueDepth: 16,
+} as const;

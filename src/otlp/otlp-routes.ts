@@ -1,0 +1,116 @@
+/**
+ * The OpenTelemetry intake: `POST /otel/v1/traces` (so `OTEL_EXPORTER_OTLP_ENDPOINT=<base>/otel`
+ * works with every OTel SDK, which appends `/v1/traces`) and `POST /otel/traces` (Galileo's
+ * path), at the root and under /v2. OTLP/HTTP, protobuf or JSON, optionally gzip-compressed.
+ *
+ * Answers follow OTLP/HTTP rather than the rest of the API: 200 with an ExportTraceServiceResponse
+ * (`partial_success` when spans were rejected), and for failures a google.rpc.Status, both in the
+ * request's encoding: 400 for a body that cannot be decoded or bad headers, 401 without valid
+ * credentials, 404 for a project or experiment id that is not the caller's, 413 over the size
+ * limits, 415 for another media type or content encoding, 429 and 503 with Retry-After (OTel
+ * exporters retry those two). Never a 500 for anything a client sends.
+ */
+import type { Context, ErrorHandler } from "hono";
+import { authenticate } from "../auth/authenticate";
+import { nowMicros } from "../db/client";
+import type { AppEnv } from "../http/app-env";
+import { createRouter } from "../http/create-router";
+import { describeForLog, unavailability } from "../http/database-errors";
+import { ApiError, RequestValidationError } from "../http/errors";
+import { organizationRate } from "../limits/organization-rate";
+import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
+import { exportResponse, statusResponse } from "./export-response";
+import { OtlpError, type OtlpStatus } from "./otlp-errors";
+import { destinationOf, resolveDestination } from "./otlp-destination";
+import { planExport } from "./plan-export";
+import { contentEncodingOf, readBody } from "./read-body";
+import { writeExport } from "./write-export";
+
+export const OTLP_PATHS = ["/otel/v1/traces", "/otel/traces"] as const;
+
+/** Seconds an exporter should wait at least before retrying a 503. */
+const RETRY_AFTER_SECONDS = 5;
+
+/** The encoding to answer in: the request's, or JSON when it named none we speak. */
+function answerEncoding(c: Context): OtlpEncoding {
+  try {
+    return encodingOf(c.req.header("content-type"));
+  } catch {
+    return "json";
+  }
+}
+
+const onOtlpError: ErrorHandler<AppEnv> = (error, c) => {
+  const encoding = answerEncoding(c);
+  if (error instanceof OtlpError) return statusResponse(encoding, error.status, error.message, error.headers);
+  // The row builders' refusals (the mapping keeps within the caps, so this is a last line of
+  // defence): the client's data, not our failure.
+  if (error instanceof RequestValidationError) return statusResponse(encoding, 400, error.items.map((item) => item.msg).join("; ").slice(0, 1000));
+  if (error instanceof ApiError) {
+    const status = (error.status === 409 ? 400 : error.status) as OtlpStatus;
+    return statusResponse(encoding, status, error.detail, error.headers);
+  }
+  // D1 failing for a moment (busy, overloaded, unreachable), as the rest of the API classifies it.
+  const unavailable = unavailability(error);
+  if (unavailable) {
+    console.warn(`request ${c.get("requestId")} (OTLP): database ${unavailable.what}, answered 503:`, describeForLog(error));
+    return statusResponse(encoding, 503, "storage is unavailable; retry later", { "Retry-After": String(Math.max(unavailable.retryAfterSeconds, RETRY_AFTER_SECONDS)) });
+  }
+  console.error(`request ${c.get("requestId")} (OTLP) failed:`, describeForLog(error));
+  return statusResponse(encoding, 500, "Internal server error");
+};
+
+async function exportTraces(c: Context<AppEnv>): Promise<Response> {
+  const encoding = encodingOf(c.req.header("content-type"));
+  const contentEncoding = contentEncodingOf(c.req.header("content-encoding"));
+  const target = destinationOf((name) => c.req.header(name));
+  const body = await readBody(c.req.raw.body, contentEncoding, c.req.header("content-length"));
+  const request = decodeExportRequest(body, encoding);
+  if (!request.resourceSpans.some((r) => r.scopeSpans.some((s) => s.spans.length > 0))) return exportResponse(encoding, 0, "");
+
+  const principal = c.get("principal");
+  const now = nowMicros();
+  const run = await resolveDestination(c.env.DB, principal, target, now);
+  const plan = await planExport(request, run.runId);
+  const outcome = await writeExport(c.env.DB, principal, run, plan.traces, now);
+  const rejected = plan.rejected + outcome.rejected;
+  return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
+}
+
+/** The OTLP routes, with their own error answers; mounted at the root and under /v2 (src/app.ts). */
+export function otlpRoutes() {
+  const router = createRouter();
+  router.onError(onOtlpError);
+  // Per path, not "*": mounted at the root, a "*" middleware would run for every route of the app.
+  for (const path of OTLP_PATHS) {
+    router.post(path, authenticate, organizationRate, exportTraces);
+    router.openAPIRegistry.registerPath({
+      method: "post",
+      path,
+      tags: ["OpenTelemetry"],
+      summary: "Export traces (OTLP/HTTP)",
+      description:
+        "An OTLP ExportTraceServiceRequest, protobuf or OTLP/JSON, optionally gzip-compressed. Headers `project` (name or id, default `default`), `logstream` (name, default `default`) or `experimentid`. Answers an ExportTraceServiceResponse in the request's encoding; failures are google.rpc.Status bodies. Mapping and rules: docs/otlp.md.",
+      request: {
+        body: {
+          content: {
+            "application/x-protobuf": { schema: { type: "string", format: "binary" } },
+            "application/json": { schema: { type: "object", description: "OTLP/JSON ExportTraceServiceRequest" } },
+          },
+          required: true,
+        },
+      },
+      responses: {
+        200: { description: "ExportTraceServiceResponse (with partial_success when spans were rejected)" },
+        400: { description: "Undecodable body or bad headers (google.rpc.Status)" },
+        401: { description: "Missing or invalid credentials" },
+        404: { description: "Project or experiment id not found" },
+        413: { description: "Body over 10 MiB inflated, or over 10,000 spans" },
+        415: { description: "Unsupported Content-Type or Content-Encoding" },
+        429: { description: "The organization is over its request rate, or its email or client IP over its failed password checks (HTTP Basic): retry after Retry-After seconds" },
+        503: { description: "Storage unavailable: retry after Retry-After seconds" },
+      },
+    });
+  }
+  return router;
+}
