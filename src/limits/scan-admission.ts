@@ -25,8 +25,15 @@ export function tooManyScans(verdict: Refusal, policy: ScanPolicy): ApiError {
   });
 }
 
+/**
+ * Scans this isolate itself is running, per organization: when they alone fill the
+ * organization's slots, another is refused without asking the object (which could only agree).
+ */
+const runningHere = new Map<string, number>();
+
 export async function whileHoldingScanSlot<T>(env: Env, organizationId: string, work: () => Promise<T>): Promise<T> {
   const policy = scanPolicy(env);
+  if ((runningHere.get(organizationId) ?? 0) >= policy.maxConcurrent) throw tooManyScans({ granted: false, retryAfterSeconds: 1, reason: "concurrency" }, policy);
   // An organization known to have used its scan time is refused without asking the object again.
   // (A refusal for concurrency is not remembered: a slot may free any moment.)
   const memoKey = `scan-time:${organizationId}`;
@@ -38,9 +45,13 @@ export async function whileHoldingScanSlot<T>(env: Env, organizationId: string, 
     if (verdict.reason === "time") rememberRefusal(memoKey, verdict.retryAfterSeconds);
     throw tooManyScans(verdict, policy);
   }
+  runningHere.set(organizationId, (runningHere.get(organizationId) ?? 0) + 1);
   try {
     return await work();
   } finally {
+    const left = (runningHere.get(organizationId) ?? 1) - 1;
+    if (left > 0) runningHere.set(organizationId, left);
+    else runningHere.delete(organizationId);
     // A release that fails only frees the slot late: its lease expires on its own.
     await slots.release(verdict.lease).catch(() => undefined);
   }
