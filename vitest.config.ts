@@ -1,5 +1,6 @@
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { ensureUiBuilt } from "./scripts/lib/build-ui";
 
 /**
  * Two test projects:
@@ -9,7 +10,11 @@ import { defineConfig } from "vitest/config";
  *   admin command line or the `galileo` SDK, as a user would.
  */
 export default defineConfig(async () => {
+  // wrangler.toml's [assets] directory must exist before the workers pool reads the config, and
+  // the browser tests need the page as the sources say it is: build it when it is missing or stale.
+  await ensureUiBuilt();
   const migrations = await readD1Migrations("migrations");
+  const shardMigrations = await readD1Migrations("migrations/shard");
   return {
     test: {
       projects: [
@@ -20,6 +25,7 @@ export default defineConfig(async () => {
               miniflare: {
                 bindings: {
                   TEST_MIGRATIONS: migrations,
+                  TEST_SHARD_MIGRATIONS: shardMigrations,
                   TOKEN_SECRET: "test-token-secret-of-sufficient-length",
                   // Requests per operation of test/openapi-fuzz.test.ts (`FUZZ_RUNS=500 npx vitest run test/openapi-fuzz.test.ts`).
                   FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",

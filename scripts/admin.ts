@@ -8,9 +8,11 @@
  *   npm run --silent admin -- create-org --name "Acme"
  *   npm run --silent admin -- create-user --org <organization_id> --email a@b.c --password <pw> --role admin
  *   npm run --silent admin -- create-api-key --user <user_id>
+ *   npm run --silent admin -- shards
  */
 import { parseArgs } from "node:util";
 import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role } from "./lib/admin-commands";
+import { shardsReport } from "./lib/shard-report";
 import { type D1Target, WranglerError } from "./lib/wrangler";
 
 const USAGE = `Usage: npm run --silent admin -- <command> [options] [--local | --remote] [--persist-to DIR]
@@ -19,6 +21,7 @@ Commands:
   create-org      --name NAME
   create-user     --org ORGANIZATION_ID --email EMAIL --password PASSWORD --role admin|member
   create-api-key  --user USER_ID
+  shards          each database's size, records and projects (docs/sharding.md)
 
 Where:
   --local            the local database of \`npm start\` / \`wrangler dev\` (default)
@@ -26,7 +29,7 @@ Where:
   --remote           the deployed database (wrangler must be logged in, or CLOUDFLARE_API_TOKEN set)
 
 Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key"} (shown once,
-only its hash is stored).`;
+only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]}.`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -97,6 +100,8 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
     }
     case "create-api-key":
       return createApiKeyCommand(uuidOption(values, "user"), target);
+    case "shards":
+      return shardsReport(target) as unknown as Promise<Record<string, unknown>>;
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

@@ -2,6 +2,7 @@
 /**
  * `npm start`: the local service, ready to use.
  *
+ * 0. builds the trace explorer into ui/dist if its sources changed since the last build;
  * 1. applies the migrations to the local D1 database (`wrangler d1 migrations apply DB --local`);
  * 2. makes .dev.vars from .dev.vars.example with a random TOKEN_SECRET if it is missing;
  * 3. starts `wrangler dev` on http://127.0.0.1:${PORT:-8787};
@@ -13,6 +14,7 @@
  */
 import { constants } from "node:os";
 import { parseArgs } from "node:util";
+import { ensureUiBuilt } from "./lib/build-ui";
 import { ensureDevVars } from "./lib/dev-vars";
 import { LOOPBACK, isPortFree, startDevServer, waitUntilHealthy } from "./lib/local-server";
 import { type DemoCredentials, apiKeyWorks, demoStatePath, readDemoState, seedDemo, writeDemoState } from "./lib/seed-demo";
@@ -37,10 +39,11 @@ function portFromEnv(): number {
 function banner(baseUrl: string, demo: DemoCredentials, seededNow: boolean): string {
   const lines = [
     "",
-    `Trace store is running at ${baseUrl}  (API reference: ${baseUrl}/docs)`,
+    `Trace store is running at ${baseUrl}  (trace explorer: ${baseUrl}/  API reference: ${baseUrl}/docs)`,
     seededNow ? "Demo dataset seeded:" : "Demo dataset (seeded earlier):",
     `  organization   ${demo.organization_id}`,
     `  admin user     ${demo.email}${demo.password ? `  password: ${demo.password}` : "  (password set by an earlier seed)"}`,
+    `  member user    ${demo.member_email ?? "(none: seeded by an older version)"}${demo.member_password ? `  password: ${demo.member_password}` : ""}`,
     `  API key        ${demo.api_key}`,
     `  project        "demo"  ${demo.project_id}`,
     `  log stream     "default"  ${demo.log_stream_id}`,
@@ -60,6 +63,8 @@ const baseUrl = `http://${LOOPBACK}:${port}`;
 
 if (!(await isPortFree(port))) fail(`port ${port} on ${LOOPBACK} is in use; stop what runs there or choose another: PORT=8788 npm start`);
 
+say("building the trace explorer (ui/)");
+await ensureUiBuilt();
 say("applying migrations to the local D1 database");
 try {
   await applyMigrations(target);

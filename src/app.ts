@@ -1,10 +1,11 @@
-import { Scalar } from "@scalar/hono-api-reference";
 import { authenticate } from "./auth/authenticate";
+import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
+import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
 import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
@@ -16,6 +17,7 @@ import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
+import { registerCounts } from "./search/count-handler";
 import { registerSearch } from "./search/search-handler";
 
 /** Routes that need no credentials, served at the root and under /v2. */
@@ -32,6 +34,7 @@ function protectedRoutes() {
   router.use("*", authenticate);
   // Before any route reads its body: an organization over its rate costs nothing more.
   router.use("*", organizationRate);
+  registerCurrentUser(router);
   registerProjects(router);
   registerRuns(router);
   registerIngest(router);
@@ -40,6 +43,7 @@ function protectedRoutes() {
   // SDK-specific answer shape; before the search routes it wraps.
   registerGeneratedClientCompat(router);
   registerSearch(router);
+  registerCounts(router);
   registerRecordLookups(router);
   registerDeletion(router);
   return router;
@@ -76,6 +80,6 @@ export function createApp() {
     },
     security: [{ ServiceApiKey: [] }, { AltAoApiKey: [] }, { OAuth2Password: [] }, { HTTPBasic: [] }],
   });
-  app.get("/docs", Scalar({ url: "/openapi.json", pageTitle: "Trace store API" }));
+  app.get("/docs", apiReferencePage);
   return app;
 }

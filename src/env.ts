@@ -5,12 +5,27 @@ import type { ScanSlots } from "./limits/scan-slots";
 export interface DeletionMessage {
   /** The job to advance; the selector and progress live in the job row, never in the message. */
   jobId: string;
+  /**
+   * The database whose part of the job this message advances (a shard's binding name, or "DB"
+   * for the catalog). Absent in messages sent before sharding: the catalog's part.
+   */
+  shard?: string;
 }
 
 declare global {
   namespace Cloudflare {
     interface Env {
+      /** The catalog database (organizations, users, keys, projects, runs, jobs, placement). */
       DB: D1Database;
+      /**
+       * The data shards that take new projects, in order: D1 binding names, comma-separated
+       * (docs/sharding.md). Default: "DB", the catalog alone.
+       */
+      DATA_SHARDS?: string;
+      /** A shard at or above this size (bytes) takes no new project. Default 8 GB. */
+      SHARD_HIGH_WATER_BYTES?: string;
+      /** Ingest into a project whose shard is at or above this size (bytes) is a 507. Default 9.5 GB. */
+      SHARD_HARD_LIMIT_BYTES?: string;
       DELETION_QUEUE: Queue<DeletionMessage>;
       /** HS256 secret for bearer tokens. */
       TOKEN_SECRET: string;

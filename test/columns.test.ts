@@ -7,6 +7,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 type Kind = "control" | "trace" | "tool" | "retriever" | "session" | "workflow" | "llm" | "agent";
 
@@ -287,13 +288,13 @@ describe("metric columns and is_empty", () => {
 
   it("the presence rows agree with the records themselves", async () => {
     // is_empty is kept in run_columns at ingestion: check it against the stored records.
-    const { results } = await env.DB.prepare(
+    const { results } = await allRecordDbs.prepare(
       "SELECT count(*) AS n FROM records WHERE run_id = ? AND record_type = 'span' AND model IS NOT NULL",
     )
       .bind(logStreamId)
       .all<{ n: number }>();
     expect(results[0]!.n).toBe(1);
-    const presence = await env.DB.prepare("SELECT column_id FROM run_columns WHERE run_id = ? AND record_type = 'span' AND column_id = 'model'")
+    const presence = await allRecordDbs.prepare("SELECT column_id FROM run_columns WHERE run_id = ? AND record_type = 'span' AND column_id = 'model'")
       .bind(logStreamId)
       .all();
     expect(presence.results).toHaveLength(1);

@@ -9,6 +9,8 @@ import { env } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { deletionTestSeam, retryDelaySeconds } from "../src/deletion/deletion-budgets";
 import { deleteChunk } from "../src/deletion/delete-chunk";
+import { advanceJobPart } from "../src/deletion/advance-job";
+import type { DeletionMessage } from "../src/env";
 import { deletionJobById, failJob, insertDeletionJob } from "../src/deletion/deletion-jobs";
 import {
   DEAD_LETTER_QUEUE,
@@ -23,6 +25,7 @@ import {
   without,
 } from "./deletion-fixtures";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs, recordsOf } from "./support/record-dbs";
 
 const uuid = () => crypto.randomUUID();
 
@@ -44,10 +47,11 @@ async function seedTraces(value: string, traces: number) {
     ...Array.from({ length: traces }, (_, i) => ({ id: uuid(), name: `t${i}`, user_metadata: { user: value }, spans: [span(), span(), span()] })),
     { id: uuid(), name: "survivor", user_metadata: { user: `${value}!` }, spans: [span()] },
   ]);
+  return run;
 }
 
 function queuedJob(value: string): Promise<string> {
-  return insertDeletionJob(env.DB, {
+  return insertDeletionJob(env, {
     organizationId: admin.organizationId,
     createdBy: admin.userId,
     request: { metadata_key: "user", metadata_value: value, immediate: false },
@@ -69,19 +73,24 @@ describe("deletion queue consumer", () => {
     deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 2 };
     deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 4, maxQueries: 1000 };
     const statuses: string[] = [];
-    let pending = [message(jobId)];
+    let pending: { id: string; attempts: number; body: DeletionMessage }[] = [message(jobId)];
     let deliveries = 0;
     while (pending.length > 0) {
       const { bindings, sent } = capturingBindings();
-      const delivered = pending[0]!;
+      const delivered = pending.shift()!;
       const result = await deliver(DELETION_QUEUE, [delivered], bindings);
       expect(result.explicitAcks).toEqual([delivered.id]);
       expect(result.retryMessages).toEqual([]);
       const job = await getJob(admin, jobId);
       statuses.push(job.status);
-      // Exactly one continuation while the job is unfinished, none once it is completed.
-      expect(sent).toEqual(job.status === "completed" ? [] : [{ jobId }]);
-      pending = sent.map((body) => message(body.jobId));
+      // Continuations name one shard each, and never one already waiting: at most one message
+      // per part is in flight. None once the job is completed.
+      if (job.status === "completed") expect(sent).toEqual([]);
+      for (const body of sent) {
+        expect(body).toEqual({ jobId, shard: expect.stringMatching(/^(SHARD_\d+|DB)$/) });
+        expect(pending.some((m) => m.body.shard === body.shard)).toBe(false);
+      }
+      pending.push(...sent.map((body) => ({ id: uuid(), attempts: 1, body })));
       deliveries += 1;
       expect(deliveries).toBeLessThan(20);
     }
@@ -175,26 +184,29 @@ describe("deletion queue consumer", () => {
     const { bindings, sent } = capturingBindings();
     const result = await deliver(DELETION_QUEUE, [message(jobId), message(jobId)], bindings);
     expect(result.explicitAcks).toHaveLength(2);
-    expect(sent).toEqual([{ jobId }]);
+    // One message's work: continuations for the parts it left open, each once.
+    expect(sent.length).toBeGreaterThan(0);
+    expect(new Set(sent.map((m) => m.shard)).size).toBe(sent.length);
     expect((await getJob(admin, jobId)).progress).toEqual({ sessions_deleted: 0, traces_deleted: 1, spans_deleted: 3 });
   });
 
-  it("deletes what was ingested after the job started, while it runs", async () => {
+  it("deletes what was ingested into the project after the job started, while its shard's part runs", async () => {
     const value = `later-${uuid()}`;
-    await seedTraces(value, 2);
+    const run = await seedTraces(value, 2);
     const jobId = await queuedJob(value);
     deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 2 };
     deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: 2, maxQueries: 1000 };
     const { bindings, sent } = capturingBindings();
     await deliver(DELETION_QUEUE, [message(jobId)], bindings);
     expect((await getJob(admin, jobId)).status).toBe("running");
-    await seedTraces(value, 3);
+    const span = () => ({ id: uuid(), type: "tool", name: "tool", input: "i", output: "o", tags: ["x"], metrics: { latency: 1 } });
+    await postTraces(admin, run, Array.from({ length: 3 }, (_, i) => ({ id: uuid(), name: `late-${i}`, user_metadata: { user: value }, spans: [span(), span(), span()] })));
     delete deletionTestSeam.messageBudget;
-    await deliver(DELETION_QUEUE, sent.map((body) => message(body.jobId)), bindings);
+    await deliver(DELETION_QUEUE, sent.map((body) => ({ id: uuid(), attempts: 1, body })), bindings);
     const job = await getJob(admin, jobId);
     expect(job.status).toBe("completed");
     expect(job.progress).toEqual({ sessions_deleted: 0, traces_deleted: 5, spans_deleted: 15 });
-    const left = await env.DB.prepare("SELECT count(*) AS n FROM record_metadata WHERE organization_id = ? AND key = 'user' AND value = ?")
+    const left = await allRecordDbs.prepare("SELECT count(*) AS n FROM record_metadata WHERE organization_id = ? AND key = 'user' AND value = ?")
       .bind(admin.organizationId, value)
       .first<{ n: number }>();
     expect(left!.n).toBe(0);
@@ -202,16 +214,20 @@ describe("deletion queue consumer", () => {
 
   it("deletes nothing in a chunk once the job is no longer active, even if it was when loaded", async () => {
     const value = `gate-${uuid()}`;
-    await seedTraces(value, 2);
+    const run = await seedTraces(value, 2);
     const jobId = await queuedJob(value);
     const loaded = (await deletionJobById(env.DB, jobId))!;
     expect(loaded.status).toBe("queued");
-    // Another consumer's dead letter fails the job between this consumer's load and its chunk.
-    await failJob(env.DB, jobId, "failed elsewhere");
+    // Another consumer's dead letter fails the job between this consumer's load and its chunk,
+    // before any chunk ever ran on the shard.
+    await failJob(env, jobId, "failed elsewhere");
     const before = await snapshot();
-    const chunk = await deleteChunk(env.DB, loaded, { roots: 100, sessionTraces: 100, spans: 100 });
+    const shard = await recordsOf(run.projectId);
+    const chunk = await deleteChunk(shard, loaded, { roots: 100, sessionTraces: 100, spans: 100 });
     expect(chunk.status).toBe("failed");
     expect(chunk.progress).toEqual({ sessions: 0, traces: 0, spans: 0 });
+    const part = await advanceJobPart(shard, loaded, { maxMillis: 60_000, maxRecords: 1_000, maxQueries: 100 });
+    expect(part.state).toBe("failed");
     expect(await snapshot()).toEqual(before);
   });
 

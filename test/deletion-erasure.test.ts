@@ -7,16 +7,17 @@
  */
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { advanceJob } from "../src/deletion/advance-job";
+import { advanceJobPart } from "../src/deletion/advance-job";
 import { deletionTestSeam } from "../src/deletion/deletion-budgets";
 import { countDeletionSet } from "../src/deletion/count-deletion-set";
-import { insertDeletionJob } from "../src/deletion/deletion-jobs";
+import { deletionJobById, insertDeletionJob } from "../src/deletion/deletion-jobs";
 import { PATCH_HOLD_MICROS } from "../src/ingest/streaming-patches";
 import { TOMBSTONE_MICROS } from "../src/ingest/tombstones";
 import worker from "../src/index";
 import { type Run, createRun, deleteByMetadata, postSession, postTraces } from "./deletion-fixtures";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs, recordsOf } from "./support/record-dbs";
 
 const uuid = () => crypto.randomUUID();
 
@@ -31,7 +32,7 @@ afterEach(() => {
 });
 
 async function record(run: Run, id: string): Promise<Record<string, any> | null> {
-  return env.DB.prepare("SELECT * FROM records WHERE project_id = ? AND id = ?").bind(run.projectId, id).first();
+  return allRecordDbs.prepare("SELECT * FROM records WHERE project_id = ? AND id = ?").bind(run.projectId, id).first();
 }
 
 async function eraseNow(value: string, key = "user"): Promise<void> {
@@ -41,7 +42,7 @@ async function eraseNow(value: string, key = "user"): Promise<void> {
 }
 
 async function heldPatches(recordId: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM record_patches WHERE record_id = ?").bind(recordId).first<{ n: number }>();
+  const row = await allRecordDbs.prepare("SELECT count(*) AS n FROM record_patches WHERE record_id = ?").bind(recordId).first<{ n: number }>();
   return row!.n;
 }
 
@@ -201,14 +202,15 @@ describe("scheduled maintenance", () => {
     const now = Date.now() * 1000;
     const project = uuid();
     const run = await createRun(admin);
+    const shard = await recordsOf(run.projectId);
     const patch = (recordId: string, createdAt: number) =>
-      env.DB.prepare(
+      shard.prepare(
         "INSERT INTO record_patches (record_id, run_id, organization_id, project_id, record_type, created_at, updated_at) VALUES (?, ?, ?, ?, 'trace', ?, ?)",
       ).bind(recordId, run.logStreamId, admin.organizationId, run.projectId, createdAt, createdAt);
     const tombstone = (recordId: string, deletedAt: number) =>
-      env.DB.prepare("INSERT INTO record_tombstones (project_id, record_id, deleted_at) VALUES (?, ?, ?)").bind(project, recordId, deletedAt);
+      shard.prepare("INSERT INTO record_tombstones (project_id, record_id, deleted_at) VALUES (?, ?, ?)").bind(project, recordId, deletedAt);
     const [oldPatch, freshPatch, oldTomb, freshTomb] = [uuid(), uuid(), uuid(), uuid()];
-    await env.DB.batch([
+    await shard.batch([
       patch(oldPatch, now - PATCH_HOLD_MICROS - 1_000_000),
       patch(freshPatch, now - 1_000_000),
       tombstone(oldTomb, now - TOMBSTONE_MICROS - 1_000_000),
@@ -220,7 +222,7 @@ describe("scheduled maintenance", () => {
     await waitOnExecutionContext(ctx);
     expect(await heldPatches(oldPatch)).toBe(0);
     expect(await heldPatches(freshPatch)).toBe(1);
-    const tombs = await env.DB.prepare("SELECT record_id FROM record_tombstones WHERE project_id = ?").bind(project).all<{ record_id: string }>();
+    const tombs = await allRecordDbs.prepare("SELECT record_id FROM record_tombstones WHERE project_id = ?").bind(project).all<{ record_id: string }>();
     expect(tombs.results.map((t) => t.record_id)).toEqual([freshTomb]);
   });
 });
@@ -231,9 +233,9 @@ describe("bounds", () => {
     const value = `many-${uuid()}`;
     await postTraces(admin, run, Array.from({ length: 5 }, () => ({ name: "t", user_metadata: { user: value } })));
     const selector = { organizationId: admin.organizationId, key: "user", value };
-    expect(await countDeletionSet(env.DB, selector)).toEqual({ counts: { sessions: 0, traces: 5, spans: 0 }, exact: true });
+    expect(await countDeletionSet(env, selector)).toEqual({ counts: { sessions: 0, traces: 5, spans: 0 }, exact: true });
     // With a bound of one statement the walk stops before the end.
-    const bounded = await countDeletionSet(env.DB, selector, 1);
+    const bounded = await countDeletionSet(env, selector, 1);
     expect(bounded.exact).toBe(false);
     expect(bounded.counts.traces).toBeLessThanOrEqual(5);
   });
@@ -243,16 +245,18 @@ describe("bounds", () => {
     const value = `budget-${uuid()}`;
     await postTraces(admin, run, Array.from({ length: 6 }, () => ({ name: "t", user_metadata: { user: value } })));
     deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 1 };
-    const jobId = await insertDeletionJob(env.DB, {
+    const jobId = await insertDeletionJob(env, {
       organizationId: admin.organizationId,
       createdBy: admin.userId,
       request: { metadata_key: "user", metadata_value: value, immediate: false },
       status: "queued",
     });
-    const first = await advanceJob(env.DB, jobId, { maxMillis: 60_000, maxRecords: 1_000, maxQueries: 3 });
-    // One query reads the job, then two chunks of one trace each.
+    const job = (await deletionJobById(env.DB, jobId))!;
+    const shard = await recordsOf(run.projectId);
+    const first = await advanceJobPart(shard, job, { maxMillis: 60_000, maxRecords: 1_000, maxQueries: 3 });
+    // One query reads the part, then two chunks of one trace each.
     expect(first).toMatchObject({ state: "unfinished", stats: { chunks: 2 }, progress: { traces: 2 } });
-    const rest = await advanceJob(env.DB, jobId, { maxMillis: 60_000, maxRecords: 1_000, maxQueries: 100 });
+    const rest = await advanceJobPart(shard, job, { maxMillis: 60_000, maxRecords: 1_000, maxQueries: 100 });
     expect(rest).toMatchObject({ state: "completed", progress: { traces: 6 } });
   });
 });

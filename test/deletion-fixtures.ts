@@ -9,6 +9,7 @@ import type { QueueResult } from "cloudflare:test";
 import type { DeletionMessage, Env } from "../src/env";
 import worker from "../src/index";
 import { call } from "./support/client";
+import { recordDatabases } from "./support/record-dbs";
 import type { Tenant } from "./support/tenants";
 
 export const DELETION_QUEUE = "trace-store-deletions";
@@ -64,11 +65,23 @@ const SNAPSHOT_ORDER: Record<keyof Snapshot, string> = {
   record_metrics: "record_rid, name",
 };
 
-/** Every row of the record tables, every column, in primary-key order. */
+/**
+ * Every row of the record tables of every record database (the shards and the catalog), every
+ * column, in key order: records by (project, id), side rows by their database and key. Every row
+ * carries `db`, the index of its database (rids are per database).
+ */
 export async function snapshot(): Promise<Snapshot> {
   const out = {} as Snapshot;
+  const databases = recordDatabases();
   for (const [table, order] of Object.entries(SNAPSHOT_ORDER) as [keyof Snapshot, string][]) {
-    out[table] = (await env.DB.prepare(`SELECT * FROM ${table} ORDER BY ${order}`).all<Row>()).results;
+    const parts = await Promise.all(
+      databases.map(async (db, index) =>
+        (await db.prepare(`SELECT * FROM ${table} ORDER BY ${order}`).all<Row>()).results.map((row): Row => ({ ...row, db: index })),
+      ),
+    );
+    const rows = parts.flat();
+    if (table === "records") rows.sort((a, b) => String(a.project_id).localeCompare(String(b.project_id)) || String(a.id).localeCompare(String(b.id)));
+    out[table] = rows;
   }
   return out;
 }
@@ -86,16 +99,17 @@ export function without(before: Snapshot, deleted: ReadonlySet<string>): Snapsho
   const ownKey = (r: Row) => `${r.run_id}/${r.id}`;
   const isDeleted = (r: Row) => deleted.has(recordKey(r));
   const survivors = before.records.filter((r) => !isDeleted(r));
-  const deletedRids = new Set(before.records.filter(isDeleted).map((r) => r.rid));
+  const ridKey = (db: unknown, rid: unknown) => `${db}/${rid}`;
+  const deletedRids = new Set(before.records.filter(isDeleted).map((r) => ridKey(r.db, r.rid)));
   const lostChildren = new Set(before.records.filter((r) => isDeleted(r) && r.parent_id !== null).map(parentKey));
   const keptChildren = new Set(survivors.filter((r) => r.parent_id !== null).map(parentKey));
   return {
     records: survivors.map((r) =>
       r.has_children === 1 && lostChildren.has(ownKey(r)) && !keptChildren.has(ownKey(r)) ? { ...r, has_children: 0 } : r,
     ),
-    record_metadata: before.record_metadata.filter((r) => !deletedRids.has(r.record_rid)),
-    record_tags: before.record_tags.filter((r) => !deletedRids.has(r.record_rid)),
-    record_metrics: before.record_metrics.filter((r) => !deletedRids.has(r.record_rid)),
+    record_metadata: before.record_metadata.filter((r) => !deletedRids.has(ridKey(r.db, r.record_rid))),
+    record_tags: before.record_tags.filter((r) => !deletedRids.has(ridKey(r.db, r.record_rid))),
+    record_metrics: before.record_metrics.filter((r) => !deletedRids.has(ridKey(r.db, r.record_rid))),
   };
 }
 

@@ -33,6 +33,7 @@ import {
 } from "./deletion-fixtures";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 const KEYS = ["user", "team", "k"] as const;
 const TARGET_VALUES = ["a", "A", "1", "true", ""] as const;
@@ -200,9 +201,9 @@ async function holdUpdate(tenant: Tenant, run: Run, family: "traces" | "spans", 
 
 /** The held updates and tombstones, keyed by project and record id. */
 async function heldAndTombstoned(): Promise<{ held: string[]; tombstones: string[] }> {
-  const held = await env.DB.prepare("SELECT project_id || '/' || record_id AS k FROM record_patches ORDER BY k").all<{ k: string }>();
-  const tombstones = await env.DB.prepare("SELECT project_id || '/' || record_id AS k FROM record_tombstones ORDER BY k").all<{ k: string }>();
-  return { held: held.results.map((r) => r.k), tombstones: tombstones.results.map((r) => r.k) };
+  const held = await allRecordDbs.prepare("SELECT project_id || '/' || record_id AS k FROM record_patches ORDER BY k").all<{ k: string }>();
+  const tombstones = await allRecordDbs.prepare("SELECT project_id || '/' || record_id AS k FROM record_tombstones ORDER BY k").all<{ k: string }>();
+  return { held: held.results.map((r) => r.k).sort(), tombstones: tombstones.results.map((r) => r.k).sort() };
 }
 
 describe("deletion by metadata, property", () => {
@@ -210,7 +211,7 @@ describe("deletion by metadata, property", () => {
     await fc.assert(
       fc.asyncProperty(datasetArb, fc.constantFrom(...KEYS), fc.constantFrom(...TARGET_VALUES), scheduleArb, async (dataset, key, value, schedule) => {
         const target = tenants[0]!;
-        await env.DB.batch([env.DB.prepare("DELETE FROM record_patches"), env.DB.prepare("DELETE FROM record_tombstones")]);
+        await allRecordDbs.batch([allRecordDbs.prepare("DELETE FROM record_patches"), allRecordDbs.prepare("DELETE FROM record_tombstones")]);
         const sent = await ingest(dataset);
         const before = await snapshot();
         const heldBefore = await heldAndTombstoned();
@@ -223,7 +224,7 @@ describe("deletion by metadata, property", () => {
 
         deletionTestSeam.chunkLimits = schedule.limits;
         deletionTestSeam.messageBudget = { maxMillis: 60_000, maxRecords: schedule.maxRecords, maxQueries: 1000 };
-        const jobId = await insertDeletionJob(env.DB, {
+        const jobId = await insertDeletionJob(env, {
           organizationId: target.organizationId,
           createdBy: target.userId,
           request: { metadata_key: key, metadata_value: value, immediate: false },

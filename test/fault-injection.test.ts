@@ -15,6 +15,7 @@ import worker from "../src/index";
 import { DELETION_QUEUE, capturingBindings, createRun, deliver, expectedDeletion, getJob, postTraces, snapshot, without, type Run } from "./deletion-fixtures";
 import { type FaultMode, faultyD1 } from "./support/faulty-d1";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 const MODES: FaultMode[] = ["before", "after", "inside"];
 const uuid = () => crypto.randomUUID();
@@ -47,12 +48,12 @@ async function fetchWith(db: D1Database, path: string, method: string, body: unk
 
 /** The run's records and side rows, without what differs between two runs by construction. */
 async function stateOf(run: Run): Promise<unknown> {
-  const records = await env.DB.prepare("SELECT * FROM records WHERE project_id = ? ORDER BY id").bind(run.projectId).all<Record<string, unknown>>();
+  const records = await allRecordDbs.prepare("SELECT * FROM records WHERE project_id = ? ORDER BY id").bind(run.projectId).all<Record<string, unknown>>();
   const strip = ({ rid: _r, project_id: _p, run_id: _u, created_at: _c, ...rest }: Record<string, unknown>) => rest;
   const side = async (table: string, columns: string) =>
-    (await env.DB.prepare(`SELECT s.record_id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid WHERE r.project_id = ? ORDER BY 1, 2`).bind(run.projectId).all())
+    (await allRecordDbs.prepare(`SELECT s.record_id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid WHERE r.project_id = ? ORDER BY 1, 2`).bind(run.projectId).all())
       .results;
-  const columns = await env.DB.prepare("SELECT record_type, column_id FROM run_columns WHERE run_id = ? ORDER BY 1, 2").bind(run.logStreamId).all();
+  const columns = await allRecordDbs.prepare("SELECT record_type, column_id FROM run_columns WHERE run_id = ? ORDER BY 1, 2").bind(run.logStreamId).all();
   return {
     records: records.results.map(strip),
     metadata: await side("record_metadata", "s.key, s.value"),
@@ -137,7 +138,7 @@ describe("a deletion on a failing database", () => {
         ]);
         const before = await snapshot();
         const expected = expectedDeletion(before.records, tenant.organizationId, "user", value);
-        const jobId = await insertDeletionJob(env.DB, {
+        const jobId = await insertDeletionJob(env, {
           organizationId: tenant.organizationId,
           createdBy: tenant.userId,
           request: { metadata_key: "user", metadata_value: value, immediate: false },

@@ -9,6 +9,7 @@ import { RECORD_LIMITS, utf8Bytes } from "../src/ingest/record-limits";
 import { createRun, type Run } from "./deletion-fixtures";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 let tenant: Tenant;
 let run: Run;
@@ -23,7 +24,7 @@ function ingest(traces: Record<string, unknown>[], target: Run = run) {
 }
 
 async function stored(id: string) {
-  return env.DB.prepare("SELECT * FROM records WHERE project_id = ? AND id = ?").bind(run.projectId, id).first<Record<string, any>>();
+  return allRecordDbs.prepare("SELECT * FROM records WHERE project_id = ? AND id = ?").bind(run.projectId, id).first<Record<string, any>>();
 }
 
 describe("utf8Bytes", () => {
@@ -93,7 +94,7 @@ describe("caps on what a record carries", () => {
     const over = await ingest([{ id, name: "one more", metrics: { brand_new: 1 } }], own);
     expect(over.status).toBe(422);
     expect(over.body.detail[0]).toMatchObject({ loc: ["body"], type: "value_error", ctx: { max: RECORD_LIMITS.maxMetricNamesPerRun } });
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND id = ?").bind(own.projectId, id).first<{ n: number }>();
+    const row = await allRecordDbs.prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND id = ?").bind(own.projectId, id).first<{ n: number }>();
     expect(row!.n).toBe(0);
   });
 });

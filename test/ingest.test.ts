@@ -7,6 +7,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs, databaseFor } from "./support/record-dbs";
 
 interface StoredRecord {
   id: string;
@@ -43,14 +44,14 @@ interface StoredRecord {
 }
 
 async function stored(ids: string[]): Promise<Map<string, StoredRecord>> {
-  const { results } = await env.DB.prepare("SELECT * FROM records WHERE id IN (SELECT value FROM json_each(?))")
+  const { results } = await allRecordDbs.prepare("SELECT * FROM records WHERE id IN (SELECT value FROM json_each(?))")
     .bind(JSON.stringify(ids))
     .all<StoredRecord>();
   return new Map(results.map((r) => [r.id, r]));
 }
 
 async function rows<T = Record<string, unknown>>(sql: string, ...params: unknown[]): Promise<T[]> {
-  return (await env.DB.prepare(sql).bind(...params).all<T>()).results;
+  return (await databaseFor(sql).prepare(sql).bind(...params).all<T>()).results;
 }
 
 const uuid = () => crypto.randomUUID();

@@ -61,7 +61,15 @@ describe("0005: record ids per project, side rows by rid", () => {
     await db.prepare("DELETE FROM records WHERE id = 'trace-1'").run();
     expect((await db.prepare("SELECT count(*) AS n FROM record_tags").first<{ n: number }>())!.n).toBe(0);
     const triggers = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string }>()).results;
-    expect(triggers.map((t) => t.name)).toEqual(["records_ownership_guard", "run_columns_metric_name_limit"]);
+    expect(triggers.map((t) => t.name)).toEqual([
+      "records_changes_while_exporting_delete",
+      "records_changes_while_exporting_insert",
+      "records_changes_while_exporting_update",
+      "records_ownership_guard",
+      "records_project_on_shard_insert",
+      "records_project_on_shard_update",
+      "run_columns_metric_name_limit",
+    ]);
   });
 
   it("the run's metric-name cap in the trigger is RECORD_LIMITS.maxMetricNamesPerRun", async () => {

@@ -14,6 +14,7 @@ import { OTLP_LIMITS } from "../src/otlp/otlp-limits";
 import { call } from "./support/client";
 import { exportRequest, gzip, jsonBody, otlpSpan, postOtlp, protobufBody, randomHex } from "./support/otlp-requests";
 import { createTenant, type Tenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 let tenant: Tenant;
 let other: Tenant;
@@ -205,7 +206,7 @@ describe("erasure", () => {
     const late = otlpSpan({ trace: traceHex, span: randomHex(8), parent: rootHex, name: "late" });
     expect((await postOtlp(protobufBody(exportRequest([late])), { headers })).status).toBe(200);
     const projectId = (await projectNamed(tenant, project))!.id;
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM records WHERE project_id = ?").bind(projectId).first<{ n: number }>();
+    const row = await allRecordDbs.prepare("SELECT count(*) AS n FROM records WHERE project_id = ?").bind(projectId).first<{ n: number }>();
     expect(row!.n).toBe(0);
   });
 });
@@ -245,7 +246,7 @@ describe("answers", () => {
     expect((await postOtlp(protobufBody(exportRequest([theirs])), { headers: { ...bearer(other), project: "shared-name" } })).status).toBe(200);
     const mine = otlpSpan({ trace: traceHex, span: spanHex, name: "mine" });
     expect((await postOtlp(protobufBody(exportRequest([mine])), { headers: { ...bearer(tenant), project: "shared-name" } })).status).toBe(200);
-    const rows = await env.DB.prepare("SELECT organization_id, name FROM records WHERE id = ? ORDER BY name").bind(await spanUuid(traceHex, spanHex)).all<{ organization_id: string; name: string }>();
+    const rows = await allRecordDbs.prepare("SELECT organization_id, name FROM records WHERE id = ? ORDER BY name").bind(await spanUuid(traceHex, spanHex)).all<{ organization_id: string; name: string }>();
     expect(rows.results).toEqual([
       { organization_id: tenant.organizationId, name: "mine" },
       { organization_id: other.organizationId, name: "theirs" },
@@ -294,7 +295,7 @@ describe("answers", () => {
     expect(response.status).toBe(200);
     expect(decodeResponse(await response.arrayBuffer()).partialSuccess).toBeUndefined();
     const projectId = (await projectNamed(tenant, project))!.id;
-    const row = await env.DB.prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND record_type = 'span'").bind(projectId).first<{ n: number }>();
+    const row = await allRecordDbs.prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND record_type = 'span'").bind(projectId).first<{ n: number }>();
     expect(row!.n).toBe(OTLP_LIMITS.maxSpansPerRequest);
     spans.push(otlpSpan({ trace: randomHex(16), span: randomHex(8) }));
     expect((await postOtlp(protobufBody(exportRequest(spans)), { headers: { ...bearer(tenant), project } })).status).toBe(413);

@@ -11,6 +11,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 interface Stream {
   projectId: string;
@@ -117,15 +118,15 @@ async function send(c: Call): Promise<void> {
 
 /** What the run holds, without what differs by construction (project, run, row keys, server clock). */
 async function stateOf(s: Stream): Promise<unknown> {
-  const records = await env.DB.prepare("SELECT * FROM records WHERE project_id = ? ORDER BY id").bind(s.projectId).all<Record<string, unknown>>();
+  const records = await allRecordDbs.prepare("SELECT * FROM records WHERE project_id = ? ORDER BY id").bind(s.projectId).all<Record<string, unknown>>();
   const strip = ({ rid: _r, project_id: _p, run_id: _u, organization_id: _o, updated_at: _t, ...rest }: Record<string, unknown>) => rest;
   const side = async (table: string, columns: string) =>
     (
-      await env.DB.prepare(`SELECT s.record_id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid WHERE r.project_id = ? ORDER BY 1, 2`)
+      await allRecordDbs.prepare(`SELECT s.record_id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid WHERE r.project_id = ? ORDER BY 1, 2`)
         .bind(s.projectId)
         .all()
     ).results;
-  const held = await env.DB.prepare("SELECT count(*) AS n FROM record_patches WHERE project_id = ?").bind(s.projectId).first<{ n: number }>();
+  const held = await allRecordDbs.prepare("SELECT count(*) AS n FROM record_patches WHERE project_id = ?").bind(s.projectId).first<{ n: number }>();
   return {
     records: records.results.map(strip),
     metadata: await side("record_metadata", "s.key, s.value"),

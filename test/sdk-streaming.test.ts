@@ -13,6 +13,7 @@ import {
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { createTenant, type Tenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 interface Stream {
   tenant: Tenant;
@@ -28,20 +29,20 @@ async function newStream(tenant?: Tenant): Promise<Stream> {
 }
 
 async function record(id: string): Promise<Record<string, any> | null> {
-  return env.DB.prepare("SELECT * FROM records WHERE id = ?").bind(id).first();
+  return allRecordDbs.prepare("SELECT * FROM records WHERE id = ?").bind(id).first();
 }
 
 async function recordsWithId(id: string): Promise<Record<string, any>[]> {
-  return (await env.DB.prepare("SELECT * FROM records WHERE id = ? ORDER BY organization_id").bind(id).all()).results;
+  return (await allRecordDbs.prepare("SELECT * FROM records WHERE id = ? ORDER BY organization_id").bind(id).all()).results;
 }
 
 async function tagsOf(id: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT tag FROM record_tags WHERE record_id = ? ORDER BY tag").bind(id).all<{ tag: string }>();
+  const { results } = await allRecordDbs.prepare("SELECT tag FROM record_tags WHERE record_id = ? ORDER BY tag").bind(id).all<{ tag: string }>();
   return results.map((r) => r.tag);
 }
 
 async function heldPatches(id: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM record_patches WHERE record_id = ?").bind(id).first<{ n: number }>();
+  const row = await allRecordDbs.prepare("SELECT count(*) AS n FROM record_patches WHERE record_id = ?").bind(id).first<{ n: number }>();
   return row!.n;
 }
 
@@ -185,16 +186,16 @@ describe("streaming ingestion in the order the SDK usually delivers it", () => {
     expect(JSON.parse(wf!.tags)).toEqual(["b", "a"]);
     expect(JSON.parse(wf!.metrics)).toEqual({ duration_ns: 1234 });
     expect(await tagsOf(workflowId)).toEqual(["a", "b"]);
-    const metric = await env.DB.prepare("SELECT value FROM record_metrics WHERE record_id = ? AND name = 'duration_ns'").bind(workflowId).first<{ value: number }>();
+    const metric = await allRecordDbs.prepare("SELECT value FROM record_metrics WHERE record_id = ? AND name = 'duration_ns'").bind(workflowId).first<{ value: number }>();
     expect(metric?.value).toBe(1234);
-    const present = await env.DB.prepare("SELECT column_id FROM run_columns WHERE run_id = ? AND record_type = 'span'").bind(s.logStreamId).all<{ column_id: string }>();
+    const present = await allRecordDbs.prepare("SELECT column_id FROM run_columns WHERE run_id = ? AND record_type = 'span'").bind(s.logStreamId).all<{ column_id: string }>();
     expect(present.results.map((r) => r.column_id)).toEqual(expect.arrayContaining(["output", "tags", "updated_at", "metrics/duration_ns"]));
   });
 
   it("is idempotent: a re-sent span is one record and keeps its links", async () => {
     const again = await postSpan(s, traceId, workflowId, llmSpan(llmId));
     expect(again.status).toBe(200);
-    const count = await env.DB.prepare("SELECT count(*) AS n FROM records WHERE trace_id = ?").bind(traceId).first<{ n: number }>();
+    const count = await allRecordDbs.prepare("SELECT count(*) AS n FROM records WHERE trace_id = ?").bind(traceId).first<{ n: number }>();
     expect(count!.n).toBe(3); // the trace (its own trace_id) and two spans
     expect(await record(llmId)).toMatchObject({ is_complete: 1, parent_id: workflowId });
   });
@@ -221,7 +222,7 @@ describe("spans of a trace that belongs to a session", () => {
     const done = await patchTrace(s, traceId, { is_complete: true });
     expect(done.body).toMatchObject({ pending: false, records_count: 1, session_id: session.body.id });
     for (const id of [early, late]) expect(await record(id)).toMatchObject({ is_complete: 1 });
-    const present = await env.DB.prepare("SELECT 1 AS x FROM run_columns WHERE run_id = ? AND record_type = 'span' AND column_id = 'session_id'").bind(s.logStreamId).first();
+    const present = await allRecordDbs.prepare("SELECT 1 AS x FROM run_columns WHERE run_id = ? AND record_type = 'span' AND column_id = 'session_id'").bind(s.logStreamId).first();
     expect(present).not.toBeNull();
   });
 });
@@ -360,7 +361,7 @@ describe("held updates expire", () => {
     const stale = crypto.randomUUID();
     await patchTrace(s, stale, { output: "lost cause" });
     const weekAndADay = 8 * 24 * 60 * 60 * 1_000_000;
-    await env.DB.prepare("UPDATE record_patches SET created_at = created_at - ? WHERE record_id = ?").bind(weekAndADay, stale).run();
+    await allRecordDbs.prepare("UPDATE record_patches SET created_at = created_at - ? WHERE record_id = ?").bind(weekAndADay, stale).run();
     await patchTrace(s, crypto.randomUUID(), { output: "fresh" });
     expect(await heldPatches(stale)).toBe(0);
   });

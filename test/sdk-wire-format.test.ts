@@ -13,6 +13,7 @@ import {
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { createTenant, type Tenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 let tenant: Tenant;
 let projectId: string;
@@ -137,7 +138,7 @@ describe("batch ingestion as flush() sends it", () => {
     const parsed = LogTracesIngestResponse$inboundSchema.parse(ingested.body);
     expect(parsed).toMatchObject({ projectId, logStreamId, sessionId: session.body.id, recordsCount: 2, tracesCount: 1 });
     expect(parsed.traceIds).toBeUndefined();
-    const row = await env.DB.prepare("SELECT session_id, parent_id, metrics FROM records WHERE id = ?").bind(llmId).first<Record<string, string>>();
+    const row = await allRecordDbs.prepare("SELECT session_id, parent_id, metrics FROM records WHERE id = ?").bind(llmId).first<Record<string, string>>();
     expect(row).toMatchObject({ session_id: session.body.id, parent_id: traceId });
 
     const withIds = await call(`/v2/projects/${projectId}/traces`, { as: tenant, body: { ...body, include_trace_ids: true } });

@@ -61,6 +61,8 @@ describe("search compiler", () => {
       env.DB.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'o', 0)").bind(ORG),
       env.DB.prepare("INSERT INTO projects (id, organization_id, name, type, created_at, updated_at) VALUES (?, ?, 'p', 'gen_ai', 0, 0)").bind(PROJECT, ORG),
       env.DB.prepare("INSERT INTO runs (id, organization_id, project_id, kind, name, created_at, updated_at) VALUES (?, ?, ?, 'log_stream', 'r', 0, 0)").bind(RUN, ORG, PROJECT),
+      // The catalog serves as the shard of these records: it must hold the project for writing.
+    env.DB.prepare("INSERT INTO shard_projects (project_id, organization_id, state, updated_at) VALUES (?, ?, 'active', 0)").bind(PROJECT, ORG),
       // A span with no value in any nullable column, no metadata, tags, metrics or dataset metadata.
       env.DB.prepare("INSERT INTO records (id, organization_id, project_id, run_id, record_type, type, name, created_at) VALUES (?, ?, ?, ?, 'span', 'llm', '', 1)").bind(BARE, ORG, PROJECT, RUN),
     ]);

@@ -121,6 +121,8 @@ beforeAll(async () => {
     env.DB.prepare("INSERT INTO organizations (id, name, created_at) VALUES (?, 'o', 0)").bind(ORG),
     env.DB.prepare("INSERT INTO projects (id, organization_id, name, type, created_at, updated_at) VALUES (?, ?, 'p', 'gen_ai', 0, 0)").bind(PROJECT, ORG),
     env.DB.prepare("INSERT INTO runs (id, organization_id, project_id, kind, name, created_at, updated_at) VALUES (?, ?, ?, 'log_stream', 'a', 0, 0), (?, ?, ?, 'log_stream', 'b', 0, 0)").bind(RUN, ORG, PROJECT, OTHER_RUN, ORG, PROJECT),
+    // The catalog serves as the shard of these records: it must hold the project for writing.
+    env.DB.prepare("INSERT INTO shard_projects (project_id, organization_id, state, updated_at) VALUES (?, ?, 'active', 0)").bind(PROJECT, ORG),
     // Sessions, traces (ten per session) and spans (nine per trace) of two runs, kinds and values mixed.
     env.DB.prepare(
       `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?1 * 11 - 1)

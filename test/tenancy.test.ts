@@ -7,6 +7,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { type CallResult, call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
+import { allRecordDbs } from "./support/record-dbs";
 
 let owner: Tenant;
 let stranger: Tenant;
@@ -136,7 +137,7 @@ describe("another organization's project is a 404", () => {
   it("nothing the stranger tried was written to the owner's project", async () => {
     const runs = await env.DB.prepare("SELECT name FROM runs WHERE project_id = ? ORDER BY name").bind(project.id).all();
     expect(runs.results).toEqual([{ name: "secret-experiment" }, { name: "secret-stream" }]);
-    const records = await env.DB.prepare("SELECT organization_id, count(*) AS n FROM records WHERE project_id = ? GROUP BY organization_id")
+    const records = await allRecordDbs.prepare("SELECT organization_id, count(*) AS n FROM records WHERE project_id = ? GROUP BY organization_id")
       .bind(project.id)
       .all();
     expect(records.results).toEqual([{ organization_id: owner.organizationId, n: 3 }]);

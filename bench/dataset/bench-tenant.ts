@@ -45,6 +45,12 @@ export async function benchTenantStatements(r: SeededRandom, createdAtMicros: nu
     ...key.statements,
     { sql: project.sql, params: project.params as SqlValue[] },
     { sql: logStream.sql, params: logStream.params as SqlValue[] },
+    // The bench project lives on the catalog database (its `shard` is null): the catalog holds it
+    // for writing, as it holds every project created before sharding.
+    {
+      sql: "INSERT INTO shard_projects (project_id, organization_id, state, updated_at) VALUES (?, ?, 'active', ?)",
+      params: [projectId, organization.organization_id, createdAtMicros],
+    },
   ];
   return {
     tenant: { organizationId: organization.organization_id, userId: user.user_id, email, apiKey: key.api_key, projectId, logStreamId },

@@ -22,6 +22,13 @@ export function demoId(name: string): string {
 
 export const DEMO_PROJECT = "demo";
 export const DEMO_LOG_STREAM = "default";
+/**
+ * A second, small project: the nightly probes. The service places a new project on the shard
+ * with the most room, so the demo's two projects land on the two data shards `npm start` runs,
+ * and the sharded path is what everyone uses every day.
+ */
+export const DEMO_PROBES_PROJECT = "demo-probes";
+export const DEMO_PROBES_LOG_STREAM = "nightly";
 
 type Json = Record<string, unknown>;
 

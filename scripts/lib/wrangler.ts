@@ -5,6 +5,7 @@
  * the same wrangler.toml, migrations folder and local state as `npm start`.
  */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -71,11 +72,12 @@ function jsonErrorText(stdout: string): string | undefined {
 }
 
 /**
- * Executes SQL (one or more statements separated by `;`) on the D1 database bound as DB and
- * returns one result per statement. Throws a WranglerError carrying wrangler's own message.
+ * Executes SQL (one or more statements separated by `;`) on a D1 database (the catalog, DB, unless
+ * another binding is named) and returns one result per statement. Throws a WranglerError carrying
+ * wrangler's own message.
  */
-export async function executeD1(sql: string, target: D1Target): Promise<D1StatementResult[]> {
-  const run = await runWrangler(["d1", "execute", "DB", ...d1TargetArgs(target), "--json", "--yes", "--command", sql]);
+export async function executeD1(sql: string, target: D1Target, binding = "DB"): Promise<D1StatementResult[]> {
+  const run = await runWrangler(["d1", "execute", binding, ...d1TargetArgs(target), "--json", "--yes", "--command", sql]);
   const output = `${run.stdout}\n${run.stderr}`.trim();
   if (run.code !== 0) {
     // Wrangler's own message says it all when it answered in JSON; otherwise show what it printed.
@@ -91,10 +93,30 @@ export async function executeD1(sql: string, target: D1Target): Promise<D1Statem
   }
 }
 
-/** `wrangler d1 migrations apply DB` on the target; idempotent (applies only what is missing). */
+/**
+ * The D1 bindings wrangler.toml declares, in order: the catalog (`DB`) first, then the data
+ * shards. Read from the file itself, so a shard added there is migrated with no other change.
+ */
+export function d1Bindings(): string[] {
+  const toml = readFileSync(join(REPO_ROOT, "wrangler.toml"), "utf8");
+  const bindings: string[] = [];
+  for (const block of toml.split(/^\[\[/m).slice(1)) {
+    if (!block.startsWith("d1_databases]]")) continue;
+    const binding = /^binding\s*=\s*"([^"]+)"/m.exec(block)?.[1];
+    if (binding) bindings.push(binding);
+  }
+  return bindings;
+}
+
+/**
+ * `wrangler d1 migrations apply` for every D1 binding (the catalog's folder for DB, the shards'
+ * folder for each shard) on the target; idempotent (applies only what is missing).
+ */
 export async function applyMigrations(target: D1Target): Promise<void> {
-  const run = await runWrangler(["d1", "migrations", "apply", "DB", ...d1TargetArgs(target)]);
-  if (run.code !== 0) {
-    throw new WranglerError(`wrangler d1 migrations apply exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  for (const binding of d1Bindings()) {
+    const run = await runWrangler(["d1", "migrations", "apply", binding, ...d1TargetArgs(target)]);
+    if (run.code !== 0) {
+      throw new WranglerError(`wrangler d1 migrations apply ${binding} exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+    }
   }
 }

@@ -1,12 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { and, eq } from "drizzle-orm";
 import type { RecordFamily } from "./standard-columns";
 import { database } from "../db/client";
-import { runColumns } from "../db/schema";
 import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
-import { ownedRunOrThrow, runOwnershipQuery } from "../projects/run-access";
+import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { refineRunSelector, runSelectorOf, runSelectorShape } from "../projects/run-selector";
+import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { availableColumns } from "./column-descriptors";
 
 const AvailableColumnsRequest = z
@@ -46,6 +46,9 @@ const AvailableColumnsResponse = z.object({ columns: z.array(ColumnDescriptorSch
 
 const ROUTE_SEGMENT: Record<RecordFamily, string> = { span: "spans", trace: "traces", session: "sessions" };
 
+/** The columns that hold a value somewhere in the run, for one family (primary-key range). */
+const PRESENT_COLUMNS = "SELECT column_id FROM run_columns WHERE run_id = ?1 AND record_type = ?2";
+
 function availableColumnsRoute(family: RecordFamily) {
   return createRoute({
     method: "post",
@@ -70,17 +73,23 @@ export function registerAvailableColumns(app: Router): void {
     app.openapi(availableColumnsRoute(family), async (c) => {
       const { project_id } = c.req.valid("param");
       const selector = runSelectorOf(c.req.valid("json"));
-      const db = database(c.env.DB);
-      // Ownership and presence in one round trip; presence rows of a foreign run are never read
-      // because the answer is withheld unless the ownership row came back.
-      const [owned, present] = await db.batch([
-        runOwnershipQuery(db, c.get("principal"), project_id, selector),
-        db
-          .select({ columnId: runColumns.columnId })
-          .from(runColumns)
-          .where(and(eq(runColumns.runId, selector.runId), eq(runColumns.recordType, family))),
-      ]);
-      ownedRunOrThrow(owned);
+      const principal = c.get("principal");
+      const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
+      // One round trip to the project's shard: its state there, the run's ownership, the run's columns.
+      const present = await onProjectShard(c, project_id, "read", async ({ db }) => {
+        const [state, owned, columns] = await db.batch<{ column_id: string }>([
+          projectStateStatement(db, project_id),
+          db.prepare(ownership.sql).bind(...ownership.params),
+          db.prepare(PRESENT_COLUMNS).bind(selector.runId, family),
+        ]);
+        if (!readableHere(state)) throw new ProjectNotOnShardError(project_id);
+        if ((owned?.results.length ?? 0) === 0) {
+          // Not the caller's run (404), or one not yet copied to the shard: nothing filled yet.
+          await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
+          return [];
+        }
+        return (columns?.results ?? []).map((r) => ({ columnId: r.column_id }));
+      });
       return c.json({ columns: availableColumns(family, present.map((r) => r.columnId)) }, 200);
     });
   }

@@ -13,6 +13,8 @@ import type { RecordFamily } from "../columns/standard-columns";
 import { commonErrorResponses, ProjectIdParam, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
+import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { shapeRecord, type StoredRow } from "../search/shape-record";
 import type { SearchQuery } from "../search/search-query";
 
@@ -57,9 +59,16 @@ export function registerRecordLookups(app: Router): void {
     });
     app.openapi(route, async (c) => {
       const params = c.req.valid("param") as Record<string, string>;
-      const row = await c.env.DB.prepare(RECORD_BY_ID)
-        .bind(params[idParam], c.get("principal").organizationId, params.project_id, family)
-        .first<StoredRow>();
+      const projectId = params.project_id!;
+      // Only the project's shard is asked (one round trip): its state there, and the record.
+      const row = await onProjectShard(c, projectId, "read", async ({ db }) => {
+        const [state, found] = await db.batch<StoredRow>([
+          projectStateStatement(db, projectId),
+          db.prepare(RECORD_BY_ID).bind(params[idParam], c.get("principal").organizationId, projectId, family),
+        ]);
+        if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+        return found?.results[0];
+      });
       if (!row) throw notFound(label);
       return c.json(shapeRecord(row, fullRecordQuery(family)), 200);
     });

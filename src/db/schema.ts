@@ -16,6 +16,12 @@
  *   order columns, so that a filter or a sort on them is an index range scan.
  * - There is no foreign key between records (streaming ingestion may deliver a span before its
  *   trace); ownership (organization, project, run) is enforced by foreign keys and a trigger.
+ * - This file is the catalog database (binding DB): organizations, users, keys, projects, runs,
+ *   jobs, and where each project's records live (`projects.shard`). The record tables below are
+ *   also the schema of every data shard (migrations/shard/, docs/sharding.md), where they sit
+ *   beside a copy of `runs` and without foreign keys to the catalog's tables; the catalog keeps
+ *   them so that it can serve as a shard itself (a one-database deployment, and projects placed
+ *   before sharding). test/shard-schema.test.ts holds the two in step.
  */
 import { sql } from "drizzle-orm";
 import {
@@ -82,9 +88,26 @@ export const projects = sqliteTable(
     createdBy: text("created_by"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
+    /**
+     * The data shard (a D1 binding name) that holds the project's records, chosen when the
+     * project is created (src/shards/placement.ts) and changed only by a move. Null: the catalog
+     * database itself (projects created before sharding).
+     */
+    shard: text("shard"),
   },
-  (t) => [uniqueIndex("projects_organization_name").on(t.organizationId, t.name)],
+  (t) => [uniqueIndex("projects_organization_name").on(t.organizationId, t.name), index("projects_shard").on(t.shard)],
 );
+
+/**
+ * What the catalog knows of each data shard's size (bytes, as D1 reports it after a query),
+ * refreshed from the answers of writes and by the scheduled maintenance: placement and the full
+ * shard check read it (src/shards/shard-sizes.ts).
+ */
+export const shards = sqliteTable("shards", {
+  name: text("name").primaryKey(),
+  sizeBytes: integer("size_bytes").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
 
 export const RUN_KINDS = ["log_stream", "experiment", "metrics_testing"] as const;
 export type RunKind = (typeof RUN_KINDS)[number];
@@ -357,6 +380,52 @@ export const recordTombstones = sqliteTable(
 export const JOB_STATUSES = ["queued", "running", "completed", "failed"] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
+/**
+ * The projects whose records a database holds, and in what state (every data shard has this
+ * table, and so does the catalog, which can serve as a shard). Records of a project may only be
+ * written while it is `active`, `exporting` or `importing` here (trigger
+ * `records_project_on_shard`). During a move (src/moves) the source is `exporting` (writable,
+ * every change logged in `shard_project_changes`), then `frozen` (readable, not writable), then
+ * `gone` (neither, while its copy is deleted); the target is `importing` until it is `active`.
+ * A worker whose routing cache is stale finds out from here, on the shard itself, and re-routes.
+ */
+export const SHARD_PROJECT_STATES = ["active", "exporting", "frozen", "gone", "importing"] as const;
+export type ShardProjectState = (typeof SHARD_PROJECT_STATES)[number];
+
+export const shardProjects = sqliteTable("shard_projects", {
+  projectId: text("project_id").primaryKey(),
+  organizationId: text("organization_id").notNull(),
+  state: text("state", { enum: SHARD_PROJECT_STATES }).notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/**
+ * Ids of a project's records changed while the project is being moved off this database (state
+ * `exporting`), written by triggers on `records`: the move copies them again (src/moves).
+ */
+export const shardProjectChanges = sqliteTable(
+  "shard_project_changes",
+  {
+    projectId: text("project_id").notNull(),
+    recordId: text("record_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.recordId] })],
+);
+
+/**
+ * One organization job's part on one database (a shard, or the catalog serving as one): its
+ * status and exact progress, updated in the same batch as the records it deletes.
+ */
+export const shardJobs = sqliteTable("shard_jobs", {
+  jobId: text("job_id").primaryKey(),
+  organizationId: text("organization_id").notNull(),
+  status: text("status", { enum: ["queued", "running", "completed", "failed"] }).notNull(),
+  sessionsDeleted: integer("sessions_deleted").notNull().default(0),
+  tracesDeleted: integer("traces_deleted").notNull().default(0),
+  spansDeleted: integer("spans_deleted").notNull().default(0),
+  updatedAt: integer("updated_at").notNull(),
+});
+
 /** Organization-wide jobs (deletion by metadata). */
 export const orgJobs = sqliteTable(
   "org_jobs",
@@ -378,4 +447,27 @@ export const orgJobs = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [index("org_jobs_organization").on(t.organizationId, t.createdAt)],
+);
+
+/**
+ * An organization job's parts, one per shard that holds projects of the organization: the
+ * catalog's copy of each shard's status and progress (the shard's own `shard_jobs` row is the
+ * exact one; the consumer copies it here after each message). The job is completed when every
+ * part is, failed when one fails for good.
+ */
+export const orgJobShards = sqliteTable(
+  "org_job_shards",
+  {
+    jobId: text("job_id")
+      .notNull()
+      .references(() => orgJobs.id),
+    shard: text("shard").notNull(),
+    status: text("status", { enum: JOB_STATUSES }).notNull(),
+    sessionsDeleted: integer("sessions_deleted").notNull().default(0),
+    tracesDeleted: integer("traces_deleted").notNull().default(0),
+    spansDeleted: integer("spans_deleted").notNull().default(0),
+    errorMessage: text("error_message"),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.jobId, t.shard] })],
 );

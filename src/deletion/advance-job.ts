@@ -1,13 +1,15 @@
 /**
- * Advances a deletion job chunk by chunk within a budget. Used alike by the queue consumer (per
- * message) and by `immediate=true` requests. All state lives in the job row and in what is left
- * to delete, so any number of calls, in any order, repeated or concurrent, converge on the same
- * end: every matching subtree gone, progress equal to the records removed.
+ * Advances one part of a deletion job (its work on one database) chunk by chunk within a budget.
+ * Used alike by the queue consumer (per message) and by `immediate=true` requests. All state
+ * lives in the part's row (`shard_jobs`) and in what is left to delete, so any number of calls,
+ * in any order, repeated or concurrent, converge on the same end: every matching subtree gone,
+ * progress equal to the records removed.
  */
 import { ChunkSizer } from "./chunk-sizer";
 import { type WorkBudget, deletionTestSeam, fixedChunkLimits } from "./deletion-budgets";
-import { type DeletionCounts, deletionJobById } from "./deletion-jobs";
+import type { DeletionCounts, DeletionJob } from "./deletion-jobs";
 import { deleteChunk } from "./delete-chunk";
+import { ensureShardPart } from "./job-parts";
 
 /** What one call did, for the logs: chunks are what concurrent readers wait behind. */
 export interface ChunkStats {
@@ -16,11 +18,11 @@ export interface ChunkStats {
   longestChunkMs: number;
   /** Spans the last chunk could delete at most (its size as the sizer left it). */
   lastSpanLimit: number;
+  /** Records this call deleted (other deliveries of the same part may have deleted more). */
+  deleted: number;
 }
 
 export type AdvanceResult =
-  /** No deletion job has this id. */
-  | { state: "missing" }
   /** The job is over (now, or before this call): nothing was or will be deleted for it any more. */
   | { state: "completed" | "failed"; progress: DeletionCounts; stats: ChunkStats }
   /** The budget ran out while matching records remain. */
@@ -38,17 +40,19 @@ const total = (c: DeletionCounts) => c.sessions + c.traces + c.spans;
  */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
 
-export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudget): Promise<AdvanceResult> {
-  const job = await deletionJobById(d1, jobId);
+/**
+ * Advances the job's part on `d1` (a shard, or the catalog serving as one). `job` is the
+ * catalog's job (selector, organization); a job the catalog already ended is not advanced.
+ */
+export async function advanceJobPart(d1: D1Database, job: DeletionJob, budget: WorkBudget): Promise<AdvanceResult> {
+  const stats: ChunkStats = { chunks: 0, longestChunkMs: 0, lastSpanLimit: 0, deleted: 0 };
+  const part = await ensureShardPart(d1, job);
   let queries = 1;
-  if (!job) return { state: "missing" };
-  const stats: ChunkStats = { chunks: 0, longestChunkMs: 0, lastSpanLimit: 0 };
-  if (job.status === "completed" || job.status === "failed") {
-    return { state: job.status, progress: job.progress, stats };
-  }
+  if (part.status === "completed" || part.status === "failed") return { state: part.status, progress: part.progress, stats };
+  if (job.status === "completed" || job.status === "failed") return { state: job.status, progress: part.progress, stats };
   const started = Date.now();
   let deleted = 0;
-  let before = total(job.progress);
+  let before = total(part.progress);
   const sizer = new ChunkSizer();
   for (;;) {
     const limits = fixedChunkLimits() ?? sizer.limits();
@@ -69,6 +73,7 @@ export async function advanceJob(d1: D1Database, jobId: string, budget: WorkBudg
     // if it did not, looping would spin for ever, so let the retry and dead-letter path decide.
     if (removed <= 0) throw new Error(`deletion job ${job.id}: a chunk made no progress while matches remain`);
     deleted += removed;
+    stats.deleted = deleted;
     await deletionTestSeam.afterChunk?.(job.id);
     if (Date.now() - started >= budget.maxMillis || deleted >= budget.maxRecords || queries >= budget.maxQueries) {
       return { state: "unfinished", progress: chunk.progress, stats };

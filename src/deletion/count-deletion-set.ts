@@ -9,7 +9,10 @@
  * past that the counts are what was counted so far and `exact` is false: the deletion would
  * remove at least that much.
  */
+import type { Env } from "../env";
+import { shardDatabase } from "../shards/shard-config";
 import type { DeletionCounts } from "./deletion-jobs";
+import { shardsOfOrganization } from "./job-parts";
 import { COUNT_SESSION_PAGE, COUNT_SPAN_PAGE, COUNT_TRACE_PAGE } from "./deletion-sql";
 
 export interface MetadataSelector {
@@ -37,7 +40,22 @@ interface PageRow {
   spans: number;
 }
 
-export async function countDeletionSet(d1: D1Database, selector: MetadataSelector, maxPages = DRY_RUN_MAX_PAGES): Promise<DryRunCounts> {
+/** The dry run over every database holding the organization's projects, summed, within one page budget. */
+export async function countDeletionSet(env: Env, selector: MetadataSelector, maxPages = DRY_RUN_MAX_PAGES): Promise<DryRunCounts> {
+  const total: DeletionCounts = { sessions: 0, traces: 0, spans: 0 };
+  let pagesLeft = maxPages;
+  for (const shard of await shardsOfOrganization(env, selector.organizationId)) {
+    const part = await countOnDatabase(shardDatabase(env, shard), selector, pagesLeft);
+    total.sessions += part.counts.sessions;
+    total.traces += part.counts.traces;
+    total.spans += part.counts.spans;
+    pagesLeft -= part.pages;
+    if (!part.exact) return { counts: total, exact: false };
+  }
+  return { counts: total, exact: true };
+}
+
+async function countOnDatabase(d1: D1Database, selector: MetadataSelector, maxPages: number): Promise<DryRunCounts & { pages: number }> {
   const counts: DeletionCounts = { sessions: 0, traces: 0, spans: 0 };
   let pages = 0;
   for (const [sql, kind] of [
@@ -47,7 +65,7 @@ export async function countDeletionSet(d1: D1Database, selector: MetadataSelecto
   ] as const) {
     let after = 0;
     for (;;) {
-      if (pages >= maxPages) return { counts, exact: false };
+      if (pages >= maxPages) return { counts, exact: false, pages };
       pages += 1;
       const page = await d1
         .prepare(sql)
@@ -61,5 +79,5 @@ export async function countDeletionSet(d1: D1Database, selector: MetadataSelecto
       after = page.last_rid;
     }
   }
-  return { counts, exact: true };
+  return { counts, exact: true, pages };
 }

@@ -5,7 +5,10 @@
  */
 import { and, eq, inArray } from "drizzle-orm";
 import { database, microsToIso, nowMicros } from "../db/client";
-import { type JobStatus, orgJobs } from "../db/schema";
+import type { BatchItem } from "drizzle-orm/batch";
+import { type JobStatus, orgJobShards, orgJobs } from "../db/schema";
+import type { Env } from "../env";
+import { failShardPart, shardsOfOrganization } from "./job-parts";
 
 export const DELETE_BY_METADATA = "delete_by_metadata";
 
@@ -36,15 +39,20 @@ export interface DeletionCounts {
 
 export type OrgJobRow = typeof orgJobs.$inferSelect;
 
+/**
+ * Stores a job and its parts: one per database holding projects of the organization
+ * (job-parts.ts). Answers the job's id and the shards of its parts.
+ */
 export async function insertDeletionJob(
-  d1: D1Database,
+  env: Env,
   input: { organizationId: string; createdBy: string; request: DeletionRequestData; status: "queued" | "running" },
 ): Promise<string> {
   const id = crypto.randomUUID();
   const now = nowMicros();
-  await database(d1)
-    .insert(orgJobs)
-    .values({
+  const shards = await shardsOfOrganization(env, input.organizationId);
+  const db = database(env.DB);
+  await db.batch([
+    db.insert(orgJobs).values({
       id,
       organizationId: input.organizationId,
       jobName: DELETE_BY_METADATA,
@@ -53,7 +61,9 @@ export async function insertDeletionJob(
       createdBy: input.createdBy,
       createdAt: now,
       updatedAt: now,
-    });
+    }),
+    ...shards.map((shard) => db.insert(orgJobShards).values({ jobId: id, shard, status: "queued", updatedAt: now })),
+  ] as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
   return id;
 }
 
@@ -88,19 +98,39 @@ export async function deletionJobById(d1: D1Database, jobId: string): Promise<De
   const progress = { sessions: row.sessionsDeleted, traces: row.tracesDeleted, spans: row.spansDeleted };
   const request = parseRequestData(row.requestData);
   if (!request) {
-    await failJob(d1, row.id, "The job's request data is unreadable; nothing more will be deleted.");
+    await database(d1)
+      .update(orgJobs)
+      .set({ status: "failed", errorMessage: "The job's request data is unreadable; nothing more will be deleted.", updatedAt: nowMicros() })
+      .where(and(eq(orgJobs.id, row.id), inArray(orgJobs.status, [...ACTIVE_STATUSES])));
     return { id: row.id, organizationId: row.organizationId, key: "", value: "", status: "failed", progress };
   }
   const { metadata_key: key, metadata_value: value } = request;
   return { id: row.id, organizationId: row.organizationId, key, value, status: row.status, progress };
 }
 
-/** Marks an active job failed; a completed or already failed job keeps its state. */
-export async function failJob(d1: D1Database, jobId: string, errorMessage: string): Promise<void> {
-  await database(d1)
-    .update(orgJobs)
-    .set({ status: "failed", errorMessage, updatedAt: nowMicros() })
-    .where(and(eq(orgJobs.id, jobId), inArray(orgJobs.status, [...ACTIVE_STATUSES])));
+/**
+ * Marks an active job, and its open parts, failed; a completed or already failed job keeps its
+ * state. Each part's own database is told too (best effort: the catalog's status already keeps
+ * new deliveries from starting chunks).
+ */
+export async function failJob(env: Env, jobId: string, errorMessage: string): Promise<void> {
+  const db = database(env.DB);
+  const job = await db.select({ organizationId: orgJobs.organizationId }).from(orgJobs).where(eq(orgJobs.id, jobId)).limit(1);
+  const parts = await db.select({ shard: orgJobShards.shard }).from(orgJobShards).where(eq(orgJobShards.jobId, jobId));
+  const now = nowMicros();
+  await db.batch([
+    db
+      .update(orgJobs)
+      .set({ status: "failed", errorMessage, updatedAt: now })
+      .where(and(eq(orgJobs.id, jobId), inArray(orgJobs.status, [...ACTIVE_STATUSES]))),
+    db
+      .update(orgJobShards)
+      .set({ status: "failed", updatedAt: now })
+      .where(and(eq(orgJobShards.jobId, jobId), inArray(orgJobShards.status, [...ACTIVE_STATUSES]))),
+  ]);
+  const organizationId = job[0]?.organizationId;
+  if (organizationId === undefined) return;
+  await Promise.all(parts.map((part) => failShardPart(env, part.shard, { id: jobId, organizationId }).catch(() => undefined)));
 }
 
 export function jobAnswer(row: OrgJobRow) {

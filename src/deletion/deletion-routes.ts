@@ -85,14 +85,14 @@ export function registerDeletion(app: Router): void {
     const what = `user_metadata[${JSON.stringify(metadata_key)}] = ${JSON.stringify(metadata_value)}`;
 
     if (dry_run) {
-      const { counts, exact } = await countDeletionSet(c.env.DB, selector);
+      const { counts, exact } = await countDeletionSet(c.env, selector);
       const amount = exact ? describeCounts(counts) : `at least ${describeCounts(counts)} (the count stopped there: more match)`;
       return c.json(
         { job_id: null, message: `Dry run: deleting ${what} would remove ${amount}. Nothing was deleted.`, would_delete: counts, would_delete_is_exact: exact },
         200,
       );
     }
-    if (!(await anyMatch(c.env.DB, selector))) {
+    if (!(await anyMatch(c.env, selector))) {
       return c.json({ job_id: null, message: `No session, trace or span of the organization has ${what}: nothing to delete.` }, 200);
     }
     const submitter = { organizationId: principal.organizationId, userId: principal.userId };

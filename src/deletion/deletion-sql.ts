@@ -19,7 +19,8 @@
  *
  * A chunk first writes a tombstone (record_tombstones) for every record it is about to delete,
  * stamped with the chunk's stamp, and then deletes exactly the records tombstoned with that
- * stamp: the set is computed once, the tombstones are exactly what was erased, and a record,
+ * stamp (one database's part of a job: its status and progress are that database's
+ * `shard_jobs` row, updated in the same batch; src/deletion/job-parts.ts sums the parts): the set is computed once, the tombstones are exactly what was erased, and a record,
  * span or update that arrives later naming an erased id is not stored (src/ingest/tombstones.ts).
  *
  * Order: a record is deleted only once nothing that hangs from it is left (spans before their
@@ -63,7 +64,7 @@ const statement = (sql: string, ...params: (keyof ChunkValues)[]): ChunkStatemen
  */
 const CHUNK_PARAMS: readonly (keyof ChunkValues)[] = ["organizationId", "key", "value", "jobId", "roots", "sessionTraces", "spans", "stamp"];
 
-const ACTIVE = `active AS (SELECT 1 FROM org_jobs WHERE id = ?4 AND status IN ('queued', 'running'))`;
+const ACTIVE = `active AS (SELECT 1 FROM shard_jobs WHERE job_id = ?4 AND status IN ('queued', 'running'))`;
 
 const ROOTS = `
 roots AS (
@@ -185,21 +186,21 @@ DELETE FROM record_patches WHERE rowid IN (
 
 /** Counts the previous statement's deletions: ?1 job id, ?2 now (microseconds). */
 const countDeleted = (column: "spans_deleted" | "traces_deleted" | "sessions_deleted") =>
-  statement(`UPDATE org_jobs SET ${column} = ${column} + changes(), updated_at = ?2 WHERE id = ?1`, "jobId", "now");
+  statement(`UPDATE shard_jobs SET ${column} = ${column} + changes(), updated_at = ?2 WHERE job_id = ?1`, "jobId", "now");
 
 const MATCHING = (alias = "") =>
   `${alias}organization_id = ?3 AND ${alias}key = ?4 AND ${alias}value = ?5 AND ${alias}record_type IN ('session', 'trace', 'span')`;
 
 /** ?1 job id, ?2 now. A queued job becomes running with its first chunk, atomically. */
-const MARK_RUNNING = statement(`UPDATE org_jobs SET status = 'running', updated_at = ?2 WHERE id = ?1 AND status = 'queued'`, "jobId", "now");
+const MARK_RUNNING = statement(`UPDATE shard_jobs SET status = 'running', updated_at = ?2 WHERE job_id = ?1 AND status = 'queued'`, "jobId", "now");
 
 /**
  * Completes an active job when no matching session, trace or span is left: with the chunk that
  * deleted the last one, in the same batch.
  */
 const COMPLETE_IF_DONE = statement(
-  `UPDATE org_jobs SET status = 'completed', updated_at = ?2
-   WHERE id = ?1 AND status IN ('queued', 'running')
+  `UPDATE shard_jobs SET status = 'completed', updated_at = ?2
+   WHERE job_id = ?1 AND status IN ('queued', 'running')
      AND NOT EXISTS (SELECT 1 FROM record_metadata WHERE ${MATCHING()})`,
   "jobId",
   "now",
@@ -208,7 +209,7 @@ const COMPLETE_IF_DONE = statement(
   "value",
 );
 
-const JOB_PROGRESS = statement(`SELECT status, sessions_deleted, traces_deleted, spans_deleted FROM org_jobs WHERE id = ?1`, "jobId");
+const JOB_PROGRESS = statement(`SELECT status, sessions_deleted, traces_deleted, spans_deleted FROM shard_jobs WHERE job_id = ?1`, "jobId");
 
 const chunkStatement = (sql: string) => statement(sql, ...CHUNK_PARAMS);
 

@@ -4,26 +4,35 @@
  * deletion is counted on a job and can be resumed by any message naming it.
  */
 import type { Env } from "../env";
-import { advanceJob } from "./advance-job";
+import { shardDatabase } from "../shards/shard-config";
+import { advanceParts } from "./advance-parts";
 import { immediateBudget } from "./deletion-budgets";
 import {
   type DeletionCounts,
   type DeletionRequestData,
+  deletionJobById,
   failJob,
   insertDeletionJob,
   organizationJob,
 } from "./deletion-jobs";
 import type { MetadataSelector } from "./count-deletion-set";
 import { ANY_MATCH } from "./deletion-sql";
+import { openParts, shardsOfOrganization } from "./job-parts";
 
 export interface Submitter {
   organizationId: string;
   userId: string;
 }
 
-export async function anyMatch(d1: D1Database, selector: MetadataSelector): Promise<boolean> {
-  const row = await d1.prepare(ANY_MATCH).bind(selector.organizationId, selector.key, selector.value).first<{ matched: number }>();
-  return row?.matched === 1;
+/** Is there anything to delete at all, on any database holding the organization's projects? */
+export async function anyMatch(env: Env, selector: MetadataSelector): Promise<boolean> {
+  const shards = await shardsOfOrganization(env, selector.organizationId);
+  const answers = await Promise.all(
+    shards.map((shard) =>
+      shardDatabase(env, shard).prepare(ANY_MATCH).bind(selector.organizationId, selector.key, selector.value).first<{ matched: number }>(),
+    ),
+  );
+  return answers.some((row) => row?.matched === 1);
 }
 
 /**
@@ -32,24 +41,27 @@ export async function anyMatch(d1: D1Database, selector: MetadataSelector): Prom
  */
 export const IMMEDIATE_FALLBACK_DELAY_SECONDS = 60;
 
-/** Sends the job's message; if that fails the job can never run, so it is marked failed. */
-async function enqueue(env: Env, jobId: string, delaySeconds = 0): Promise<void> {
+/** Sends the job's messages; if that fails the job can never run, so it is marked failed. */
+async function enqueue(env: Env, jobId: string, shards: readonly (string | undefined)[], delaySeconds = 0): Promise<void> {
+  const messages = shards.map((shard) => ({ body: shard === undefined ? { jobId } : { jobId, shard }, ...(delaySeconds > 0 ? { delaySeconds } : {}) }));
   try {
-    await env.DELETION_QUEUE.send({ jobId }, delaySeconds > 0 ? { delaySeconds } : undefined);
+    if (messages.length === 1) await env.DELETION_QUEUE.send(messages[0]!.body, delaySeconds > 0 ? { delaySeconds } : undefined);
+    else if (messages.length > 1) await env.DELETION_QUEUE.sendBatch(messages);
   } catch (error) {
-    await failJob(env.DB, jobId, "The job could not be queued; nothing more will be deleted. Submit the request again.");
+    await failJob(env, jobId, "The job could not be queued; nothing more will be deleted. Submit the request again.");
     throw error;
   }
 }
 
+/** Stores the job and sends one message per part: the parts run in parallel, one per shard. */
 export async function startQueuedDeletion(env: Env, submitter: Submitter, request: DeletionRequestData): Promise<string> {
-  const jobId = await insertDeletionJob(env.DB, {
+  const jobId = await insertDeletionJob(env, {
     organizationId: submitter.organizationId,
     createdBy: submitter.userId,
     request,
     status: "queued",
   });
-  await enqueue(env, jobId);
+  await enqueue(env, jobId, await openParts(env, jobId));
   return jobId;
 }
 
@@ -61,14 +73,15 @@ export interface ImmediateOutcome {
 }
 
 /**
- * Deletes within the request's budget. The work is also handed to `waitUntil`, so a client that
- * disconnects mid-way does not cut it short: it still ends within the budget and hands what is
- * left to the queue. A failure inside the request does the same (the queue retries it).
+ * Deletes within the request's budget, one part after the other, the budget shared by all of
+ * them. The work is also handed to `waitUntil`, so a client that disconnects mid-way does not
+ * cut it short: it still ends within the budget and hands what is left to the queue. A failure
+ * inside the request does the same (the queue retries it).
  *
- * Before any chunk, a delayed fallback message naming the job is queued: if the isolate dies
- * outright mid-request (nothing in the request can then hand the rest over), that message
- * resumes the job a minute later. When the request finishes the job, the message finds it
- * completed and does nothing; messages are idempotent, so an extra one never double-deletes.
+ * Before any chunk, a delayed fallback message naming the job (all its parts) is queued: if the
+ * isolate dies outright mid-request (nothing in the request can then hand the rest over), that
+ * message resumes the job a minute later. When the request finishes the job, the message finds
+ * it completed and does nothing; messages are idempotent, so an extra one never double-deletes.
  */
 export async function deleteWithinRequest(
   env: Env,
@@ -76,19 +89,21 @@ export async function deleteWithinRequest(
   request: DeletionRequestData,
   waitUntil: (work: Promise<unknown>) => void,
 ): Promise<ImmediateOutcome> {
-  const jobId = await insertDeletionJob(env.DB, {
+  const jobId = await insertDeletionJob(env, {
     organizationId: submitter.organizationId,
     createdBy: submitter.userId,
     request,
     status: "running",
   });
-  await enqueue(env, jobId, IMMEDIATE_FALLBACK_DELAY_SECONDS);
+  await enqueue(env, jobId, [undefined], IMMEDIATE_FALLBACK_DELAY_SECONDS);
   const work = (async (): Promise<ImmediateOutcome> => {
-    let finished = false;
+    let unfinished: string[] = [];
     try {
-      finished = (await advanceJob(env.DB, jobId, immediateBudget())).state === "completed";
+      const job = await deletionJobById(env.DB, jobId);
+      if (job) unfinished = (await advanceParts(env, job, await openParts(env, jobId), immediateBudget())).unfinished;
     } catch (error) {
       console.error(`deletion job ${jobId}: immediate deletion failed, continuing on the queue:`, error instanceof Error ? error.message : String(error));
+      unfinished = await openParts(env, jobId);
     }
     const row = await organizationJob(env.DB, submitter.organizationId, jobId);
     const deleted = {
@@ -96,7 +111,8 @@ export async function deleteWithinRequest(
       traces: row?.tracesDeleted ?? 0,
       spans: row?.spansDeleted ?? 0,
     };
-    if (!finished) await enqueue(env, jobId);
+    const finished = row?.status === "completed";
+    if (!finished && unfinished.length > 0) await enqueue(env, jobId, unfinished);
     return { jobId, finished, deleted };
   })();
   waitUntil(work.catch(() => undefined));

@@ -149,18 +149,31 @@ export function roundTripsHeader(count: number): string {
   return `${ROUND_TRIPS_METRIC};desc="round trips";dur=${count}`;
 }
 
+const isD1 = (value: unknown): value is D1Database =>
+  typeof (value as D1Database | undefined)?.prepare === "function" && typeof (value as D1Database).batch === "function";
+
 /**
- * Gives the rest of the request a counting view of `DB` and reports the count on the response,
- * error responses included. The bindings object is shared by every request of the isolate, so it
- * is never modified: the request gets its own view of it with `DB` replaced.
+ * Gives the rest of the request a counting view of every D1 binding (the catalog `DB` and the
+ * data shards) and reports the count on the response, error responses included. The bindings
+ * object is shared by every request of the isolate, so it is never modified: the request gets
+ * its own view of it with each database replaced.
  */
 export const d1RoundTrips: MiddlewareHandler<AppEnv> = async (c, next) => {
   const counter: RoundTripCounter = { count: 0 };
   const bindings = c.env;
   if (bindings?.DB) {
-    const db = countingD1(bindings.DB, counter);
+    const views = new Map<PropertyKey, D1Database>();
     c.env = new Proxy(bindings, {
-      get: (target, property, receiver) => (property === "DB" ? db : Reflect.get(target, property, receiver)),
+      get: (target, property, receiver) => {
+        const value = Reflect.get(target, property, receiver);
+        if (!isD1(value)) return value;
+        let view = views.get(property);
+        if (!view) {
+          view = countingD1(value, counter);
+          views.set(property, view);
+        }
+        return view;
+      },
     });
   }
   await next();

@@ -2,14 +2,16 @@ import { createRoute } from "@hono/zod-openapi";
 import { database, nowMicros } from "../db/client";
 import { commonErrorResponses, ErrorDetail, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
-import type { Principal } from "../http/app-env";
+import type { Context } from "hono";
+import type { AppEnv } from "../http/app-env";
 import { ownedRunWithProject } from "../projects/run-access";
 import { type RunSelector, refineRunSelector, runSelectorOf } from "../projects/run-selector";
 import { CreateSessionRequest, IngestResponse, IngestTracesRequest, refineRecordCount } from "./ingest-schemas";
 import { type IngestContext, type RecordBatch, sessionRows, traceRows } from "./record-rows";
 import { linkStoredSpansStatements } from "./streaming-links";
 import { heldPatchStatements } from "./streaming-patches";
-import { recordWriteStatements, runWriteBatch } from "./write-records";
+import { onProjectShard } from "../shards/project-shard";
+import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 import { z } from "@hono/zod-openapi";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
@@ -54,27 +56,33 @@ const createSession = createRoute({
   },
 });
 
-/** Resolves the run and writes the batch built for it, atomically. */
+/**
+ * Resolves the run (catalog, cached) and writes the batch built for it on the project's shard,
+ * atomically, in one round trip.
+ */
 export async function ingestInto(
-  d1: D1Database,
-  principal: Principal,
+  c: Context<AppEnv>,
   projectId: string,
   selector: RunSelector,
   build: (ctx: IngestContext) => RecordBatch,
   defaults: Pick<IngestContext, "sessionId" | "isComplete"> = { sessionId: null, isComplete: null },
 ) {
-  const run = await ownedRunWithProject(database(d1), principal, projectId, selector);
+  const principal = c.get("principal");
+  const run = await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
   const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), ...defaults });
   // Streaming clients may have sent spans of these traces, or updates of these records, before
   // the records themselves: link the spans first (streaming-links.ts), apply the held updates
   // last (streaming-patches.ts). Both are no-ops for a batch nobody streamed ahead of.
   const scope = { organizationId: principal.organizationId, projectId, runId: run.runId };
   const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
-  await runWriteBatch(d1, [
-    ...linkStoredSpansStatements(d1, batch, scope),
-    ...recordWriteStatements(d1, batch, scope),
-    ...heldPatchStatements(d1, patchable, run.runId),
-  ]);
+  await onProjectShard(c, projectId, "write", ({ db }) =>
+    runWriteBatch(db, [
+      ...shardMembershipStatements(db, run),
+      ...linkStoredSpansStatements(db, batch, scope),
+      ...recordWriteStatements(db, batch, scope),
+      ...heldPatchStatements(db, patchable, run.runId),
+    ]),
+  );
   return { run, batch };
 }
 
@@ -91,7 +99,7 @@ export function registerIngest(app: Router): void {
     const { project_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const selector = runSelectorOf(body);
-    const { run, batch } = await ingestInto(c.env.DB, c.get("principal"), project_id, selector, (ctx) => traceRows(body.traces, ctx), {
+    const { run, batch } = await ingestInto(c, project_id, selector, (ctx) => traceRows(body.traces, ctx), {
       sessionId: body.session_id ?? null,
       isComplete: body.is_complete ?? null,
     });
@@ -115,7 +123,7 @@ export function registerIngest(app: Router): void {
     const { project_id } = c.req.valid("param");
     const body = c.req.valid("json");
     const selector = runSelectorOf(body);
-    const { run, batch } = await ingestInto(c.env.DB, c.get("principal"), project_id, selector, (ctx) => sessionRows(body, ctx));
+    const { run, batch } = await ingestInto(c, project_id, selector, (ctx) => sessionRows(body, ctx));
     const session = batch.records[0]!;
     return c.json(
       {

@@ -8,7 +8,8 @@
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { database, nowMicros } from "../db/client";
-import type { Principal } from "../http/app-env";
+import type { Context } from "hono";
+import type { AppEnv } from "../http/app-env";
 import { commonErrorResponses, ErrorDetail, ProjectIdParam, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
@@ -26,7 +27,8 @@ import {
   UpdateTraceRequest,
   UpdateTraceResponse,
 } from "./streaming-schemas";
-import { recordWriteStatements, runWriteBatch } from "./write-records";
+import { onProjectShard } from "../shards/project-shard";
+import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 
 const SpansBody = IngestSpansRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("spans"));
 const TraceUpdateBody = UpdateTraceRequest.superRefine(refineRunSelector);
@@ -109,22 +111,25 @@ interface UpdateOutcome {
 }
 
 async function applyUpdate(
-  d1: D1Database,
-  principal: Principal,
+  c: Context<AppEnv>,
   projectId: string,
   selector: RunSelector,
   target: { id: string; family: "trace" | "span" },
   body: z.infer<typeof UpdateTraceRequest> | z.infer<typeof UpdateSpanRequest>,
 ): Promise<UpdateOutcome> {
-  const run = await ownedRunWithProject(database(d1), principal, projectId, selector);
+  const principal = c.get("principal");
+  const run = await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
   const patch = patchRow(target.id, target.family, body, nowMicros());
-  const { statements, appliedAt } = patchStatements(d1, patch, { organizationId: principal.organizationId, projectId, runId: run.runId });
-  const scope = { projectId, runId: run.runId };
-  const session =
-    target.family === "trace" ? traceSessionQuery(d1, target.id, scope) : d1.prepare(SESSION_OF_SPAN).bind(target.id, run.runId, projectId);
-  const results = await d1.batch([...statements, session]);
-  const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
-  return { run, applied: results[appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
+  return onProjectShard(c, projectId, "write", async ({ db }) => {
+    const membership = shardMembershipStatements(db, run);
+    const { statements, appliedAt } = patchStatements(db, patch, { organizationId: principal.organizationId, projectId, runId: run.runId });
+    const scope = { projectId, runId: run.runId };
+    const session =
+      target.family === "trace" ? traceSessionQuery(db, target.id, scope) : db.prepare(SESSION_OF_SPAN).bind(target.id, run.runId, projectId);
+    const results = await db.batch([...membership, ...statements, session]);
+    const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
+    return { run, applied: results[membership.length + appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
+  });
 }
 
 export function registerStreamingIngest(app: Router): void {
@@ -133,8 +138,7 @@ export function registerStreamingIngest(app: Router): void {
     const body = c.req.valid("json");
     const selector = runSelectorOf(body);
     const principal = c.get("principal");
-    const d1 = c.env.DB;
-    const run = await ownedRunWithProject(database(d1), principal, project_id, selector);
+    const run = await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
     // Until the trace is known, its spans are not complete (and have no session).
     const batch = spanRows(body.spans, { traceId: body.trace_id, parentId: body.parent_id }, {
       organizationId: principal.organizationId,
@@ -146,12 +150,15 @@ export function registerStreamingIngest(app: Router): void {
     });
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };
-    const results = await runWriteBatch(d1, [
-      ...recordWriteStatements(d1, batch, scope),
-      ...linkToStoredTraceStatements(d1, spanIds, scope),
-      ...heldPatchStatements(d1, spanIds, run.runId),
-      traceSessionQuery(d1, body.trace_id, scope),
-    ]);
+    const results = await onProjectShard(c, project_id, "write", ({ db }) =>
+      runWriteBatch(db, [
+        ...shardMembershipStatements(db, run),
+        ...recordWriteStatements(db, batch, scope),
+        ...linkToStoredTraceStatements(db, spanIds, scope),
+        ...heldPatchStatements(db, spanIds, run.runId),
+        traceSessionQuery(db, body.trace_id, scope),
+      ]),
+    );
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(
       {
@@ -170,7 +177,7 @@ export function registerStreamingIngest(app: Router): void {
     const body = c.req.valid("json");
     requireSameId("trace_id", body.trace_id, trace_id);
     const selector = runSelectorOf(body);
-    const outcome = await applyUpdate(c.env.DB, c.get("principal"), project_id, selector, { id: trace_id, family: "trace" }, body);
+    const outcome = await applyUpdate(c, project_id, selector, { id: trace_id, family: "trace" }, body);
     return c.json(
       {
         ...runEcho(outcome.run, selector),
@@ -188,7 +195,7 @@ export function registerStreamingIngest(app: Router): void {
     const body = c.req.valid("json");
     requireSameId("span_id", body.span_id, span_id);
     const selector = runSelectorOf(body);
-    const outcome = await applyUpdate(c.env.DB, c.get("principal"), project_id, selector, { id: span_id, family: "span" }, body);
+    const outcome = await applyUpdate(c, project_id, selector, { id: span_id, family: "span" }, body);
     return c.json(
       {
         ...runEcho(outcome.run, selector),

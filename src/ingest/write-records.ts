@@ -21,6 +21,8 @@
  * id, trace, session or parent is tombstoned in its project is not written.
  */
 import { RequestValidationError } from "../http/errors";
+import type { RunWithProject } from "../projects/run-access";
+import { copyRunStatement, registerProjectStatement } from "../shards/shard-membership";
 import { RECORD_COLUMNS, type RecordBatch } from "./record-rows";
 import { RECORD_LIMITS, utf8Bytes } from "./record-limits";
 import { rebuildSideRows } from "./side-rows";
@@ -166,4 +168,13 @@ export async function runWriteBatch(db: D1Database, statements: D1PreparedStatem
       { loc: ["body"], msg, type: "value_error", ctx: { error: msg.replace("Value error, ", ""), max: RECORD_LIMITS.maxMetricNamesPerRun } },
     ]);
   }
+}
+
+/**
+ * The head of every batch that writes records on a shard: the project's registration and the
+ * run's copy there, idempotent, so that a copy lost between the catalog's write and the shard's
+ * heals with the next write (src/shards/shard-membership.ts).
+ */
+export function shardMembershipStatements(db: D1Database, run: RunWithProject): D1PreparedStatement[] {
+  return [registerProjectStatement(db, { projectId: run.projectId, organizationId: run.copy.organizationId }), copyRunStatement(db, run.copy)];
 }

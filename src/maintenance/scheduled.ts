@@ -1,17 +1,30 @@
 /**
- * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run purges what
- * expired (purge-expired.ts). Locally: `curl "http://127.0.0.1:8787/cdn-cgi/handler/scheduled"`
- * while `npm start` runs (README, "Scheduled maintenance").
+ * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
+ * database that holds records (the data shards and the catalog), purges what expired
+ * (purge-expired.ts), and records each shard's size in the catalog (placement reads it).
+ * Locally: `curl "http://127.0.0.1:8787/cdn-cgi/handler/scheduled"` while `npm start` runs
+ * (README, "Scheduled maintenance").
  */
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
+import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
+import { measureShardSizes } from "../shards/shard-sizes";
 import { purgeExpired } from "./purge-expired";
 
 export async function runScheduledMaintenance(env: Env, scheduledTime: number = Date.now()): Promise<void> {
-  const outcome = await purgeExpired(env.DB, Math.min(nowMicros(), scheduledTime * 1000));
-  if (outcome.patches > 0 || outcome.tombstones > 0 || !outcome.complete) {
-    console.log(
-      `maintenance: purged ${outcome.patches} expired held updates and ${outcome.tombstones} expired tombstones${outcome.complete ? "" : "; more remain for the next run"}`,
-    );
+  const now = Math.min(nowMicros(), scheduledTime * 1000);
+  for (const shard of allRecordDatabases(env)) {
+    try {
+      const outcome = await purgeExpired(shardDatabase(env, shard), now);
+      if (outcome.patches > 0 || outcome.tombstones > 0 || !outcome.complete) {
+        console.log(
+          `maintenance on ${shard}: purged ${outcome.patches} expired held updates and ${outcome.tombstones} expired tombstones${outcome.complete ? "" : "; more remain for the next run"}`,
+        );
+      }
+    } catch (error) {
+      // One database down must not keep the others from their maintenance.
+      console.error(`maintenance on ${shard} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
+  await measureShardSizes(env).catch((error) => console.error(`maintenance: could not measure the shards: ${error instanceof Error ? error.message : String(error)}`));
 }

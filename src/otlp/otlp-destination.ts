@@ -4,10 +4,12 @@
  * or `experimentid` (an experiment's id). Defaults: project `default`, log stream `default`, as
  * the `galileo` SDK's. A project or log stream named and missing is created; an id must exist.
  *
- * Resolving costs one D1 round trip; its answer is kept in the isolate for a few minutes, so a
- * steady exporter pays it once in a while, not on every request.
+ * Resolving costs a few D1 round trips (more when it creates the project, which is placed on a
+ * data shard); its answer is kept in the isolate for a few minutes, so a steady exporter pays it
+ * once in a while, not on every request.
  */
 import { z } from "@hono/zod-openapi";
+import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
 import { ensureNamedRun, type RunByName } from "../projects/ensure-named-run";
 import type { RunWithProject } from "../projects/run-access";
@@ -44,11 +46,11 @@ const CACHE_TTL_MS = 5 * 60_000;
 const CACHE_MAX_ENTRIES = 10_000;
 const resolved = new Map<string, { run: RunWithProject; expiresAt: number }>();
 
-export async function resolveDestination(d1: D1Database, principal: Principal, target: RunByName, nowMicros: number): Promise<RunWithProject> {
+export async function resolveDestination(env: Env, principal: Principal, target: RunByName): Promise<RunWithProject> {
   const key = JSON.stringify([principal.organizationId, target.projectId, target.projectName, target.experimentId, target.logStreamName]);
   const hit = resolved.get(key);
   if (hit && hit.expiresAt > Date.now()) return hit.run;
-  const run = await ensureNamedRun(d1, principal, target, nowMicros);
+  const run = await ensureNamedRun(env, principal, target);
   if (resolved.size >= CACHE_MAX_ENTRIES) resolved.clear();
   resolved.set(key, { run, expiresAt: Date.now() + CACHE_TTL_MS });
   return run;

@@ -18,6 +18,7 @@ import { createRouter } from "../http/create-router";
 import { describeForLog, unavailability } from "../http/database-errors";
 import { ApiError, RequestValidationError } from "../http/errors";
 import { organizationRate } from "../limits/organization-rate";
+import { onProjectShard } from "../shards/project-shard";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
 import { exportResponse, statusResponse } from "./export-response";
 import { OtlpError, type OtlpStatus } from "./otlp-errors";
@@ -70,9 +71,9 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
 
   const principal = c.get("principal");
   const now = nowMicros();
-  const run = await resolveDestination(c.env.DB, principal, target, now);
+  const run = await resolveDestination(c.env, principal, target);
   const plan = await planExport(request, run.runId);
-  const outcome = await writeExport(c.env.DB, principal, run, plan.traces, now);
+  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now));
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
 }

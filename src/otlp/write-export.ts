@@ -27,7 +27,7 @@ import { linkStoredSpansStatements, linkToStoredTraceStatements } from "../inges
 import { heldPatchStatements } from "../ingest/streaming-patches";
 import { earlierTraceStartStatements } from "../ingest/trace-start";
 import { isoToMicros } from "../ingest/timestamps";
-import { recordWriteStatements, runWriteBatch } from "../ingest/write-records";
+import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "../ingest/write-records";
 import type { RunWithProject } from "../projects/run-access";
 import type { TracePlan } from "./plan-export";
 
@@ -54,7 +54,7 @@ function rowsOf(trace: TracePlan, ctx: IngestContext): TraceRows {
   };
 }
 
-function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext): D1PreparedStatement[] {
+function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, run: RunWithProject): D1PreparedStatement[] {
   const scope = { organizationId: ctx.organizationId, projectId: ctx.projectId, runId: ctx.runId };
   const traces = rows.map((r) => r.trace);
   const sessions = new Map(traces.flatMap((t) => (t.session ? [[t.session.id, t.session] as const] : [])));
@@ -74,6 +74,7 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext): D
   const detachedIds = rows.flatMap((r) => r.detached.flatMap((b) => b.records.map((rec) => rec.id)));
   const fullStarts = traces.flatMap((t) => (t.full ? [{ id: t.traceId, createdAt: createdMicros(t) ?? ctx.nowMicros }] : []));
   return [
+    ...shardMembershipStatements(d1, run),
     ...earlierTraceStartStatements(d1, fullStarts, scope),
     ...linkStoredSpansStatements(d1, full, scope),
     ...recordWriteStatements(d1, mergeBatches([placeholders, records]), scope),
@@ -130,7 +131,7 @@ export async function writeExport(
   }
   if (rows.length === 0) return outcome;
   try {
-    await runWriteBatch(d1, statementsFor(d1, rows, ctx));
+    await runWriteBatch(d1, statementsFor(d1, rows, ctx, run));
     outcome.written = rows.reduce((sum, r) => sum + r.trace.spanCount, 0);
     return outcome;
   } catch (error) {
@@ -144,7 +145,7 @@ export async function writeExport(
   // One trace's data failed the request: write trace by trace to keep the others.
   for (const row of rows) {
     try {
-      await runWriteBatch(d1, statementsFor(d1, [row], ctx));
+      await runWriteBatch(d1, statementsFor(d1, [row], ctx, run));
       outcome.written += row.trace.spanCount;
     } catch (error) {
       const fault = traceFault(error);

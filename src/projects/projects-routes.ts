@@ -1,10 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import { database, nowMicros } from "../db/client";
+import { database } from "../db/client";
 import { projects } from "../db/schema";
 import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ProjectSchema, projectShape } from "./project-shapes";
+import { ensureProject } from "./create-project";
 import { ownedProjectOrThrow } from "./run-access";
 
 const ListProjectsQuery = z.object({
@@ -94,21 +95,7 @@ export function registerProjects(app: Router): void {
 
   app.openapi(createProject, async (c) => {
     const { name, type } = c.req.valid("json");
-    const principal = c.get("principal");
-    const db = database(c.env.DB);
-    const now = nowMicros();
-    const [, rows] = await db.batch([
-      db
-        .insert(projects)
-        .values({ id: crypto.randomUUID(), organizationId: principal.organizationId, name, type, createdBy: principal.userId, createdAt: now, updatedAt: now })
-        .onConflictDoNothing({ target: [projects.organizationId, projects.name] }),
-      db
-        .select()
-        .from(projects)
-        .where(and(eq(projects.organizationId, principal.organizationId), eq(projects.name, name)))
-        .limit(1),
-    ]);
-    return c.json(projectShape(rows[0]!), 200);
+    return c.json(projectShape(await ensureProject(c.env, c.get("principal"), name, type)), 200);
   });
 
   // Before `/projects/{project_id}`: "all" is not a project id.

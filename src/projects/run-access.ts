@@ -3,6 +3,9 @@ import type { Database } from "../db/client";
 import { projects, runs } from "../db/schema";
 import type { Principal } from "../http/app-env";
 import { notFound } from "../http/errors";
+import { rememberProjectRoute } from "../shards/project-routing";
+import { CATALOG_SHARD } from "../shards/shard-config";
+import type { RunCopy } from "../shards/shard-membership";
 import type { RunSelector } from "./run-selector";
 
 /**
@@ -52,6 +55,8 @@ export interface RunWithProject {
   kind: RunSelector["kind"];
   projectId: string;
   projectName: string;
+  /** The catalog's row of the run, as the project's shard keeps a copy of it. */
+  copy: RunCopy;
 }
 
 /**
@@ -70,7 +75,7 @@ export async function ownedRunWithProject(
   const hit = ownedRunCache.get(cacheKey);
   if (hit) return hit;
   const [row] = await db
-    .select({ runId: runs.id, kind: runs.kind, projectId: projects.id, projectName: projects.name })
+    .select({ run: runs, projectName: projects.name, shard: projects.shard })
     .from(runs)
     .innerJoin(projects, eq(projects.id, runs.projectId))
     .where(
@@ -83,7 +88,10 @@ export async function ownedRunWithProject(
     )
     .limit(1);
   if (!row) throw notFound("Project or run");
+  // The project's route comes with it: an ingest that looked its run up pays no second lookup.
+  rememberProjectRoute({ projectId, organizationId: principal.organizationId, projectName: row.projectName, shard: row.shard ?? CATALOG_SHARD });
+  const owned: RunWithProject = { runId: row.run.id, kind: row.run.kind, projectId, projectName: row.projectName, copy: row.run };
   if (ownedRunCache.size > 10_000) ownedRunCache.clear();
-  ownedRunCache.set(cacheKey, row);
-  return row;
+  ownedRunCache.set(cacheKey, owned);
+  return owned;
 }

@@ -1,11 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import { database, nowMicros } from "../db/client";
+import { database } from "../db/client";
 import { type RunKind, runs } from "../db/schema";
 import { commonErrorResponses, ProjectIdParam, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
 import { RunSchema, runShape } from "./project-shapes";
+import { ensureRun } from "./create-project";
 import { ownedProjectOrThrow } from "./run-access";
 
 const CreateLogStreamBody = z.object({ name: z.string().min(1).max(256) }).openapi("CreateLogStreamRequest");
@@ -102,31 +103,13 @@ export function registerRuns(app: Router): void {
       const { project_id } = c.req.valid("param");
       const input = c.req.valid("json") as z.infer<typeof CreateExperimentBody>;
       const principal = c.get("principal");
-      const db = database(c.env.DB);
-      await ownedProjectOrThrow(db, principal, project_id);
-      const now = nowMicros();
-      const [, rows] = await db.batch([
-        db
-          .insert(runs)
-          .values({
-            id: crypto.randomUUID(),
-            organizationId: principal.organizationId,
-            projectId: project_id,
-            kind,
-            name: input.name,
-            taskType: input.task_type == null ? null : String(input.task_type),
-            createdBy: principal.userId,
-            createdAt: now,
-            updatedAt: now,
-          })
-          .onConflictDoNothing({ target: [runs.projectId, runs.kind, runs.name] }),
-        db
-          .select()
-          .from(runs)
-          .where(and(eq(runs.projectId, project_id), eq(runs.kind, kind), eq(runs.name, input.name)))
-          .limit(1),
-      ]);
-      return c.json(runShape(rows[0]!), 200);
+      const project = await ownedProjectOrThrow(database(c.env.DB), principal, project_id);
+      const row = await ensureRun(c.env, principal, project, {
+        kind,
+        name: input.name,
+        taskType: input.task_type == null ? null : String(input.task_type),
+      });
+      return c.json(runShape(row), 200);
     });
   }
 }

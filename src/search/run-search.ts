@@ -1,39 +1,52 @@
-/**
- * Runs a search in ONE D1 round trip: the run-ownership check and the page statement (which
- * carries its own counts) go in a single `batch`. The answer is withheld unless the ownership row
- * came back, and the page statement is itself confined to the caller's run (see
- * compile-search-query.ts), so another organization's project or run is a 404 and its records
- * are never read into a response.
- */
+import type { Context } from "hono";
 import { database } from "../db/client";
-import type { Principal } from "../http/app-env";
-import { ownedRunOrThrow, runOwnershipQuery } from "../projects/run-access";
+import type { AppEnv } from "../http/app-env";
+import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import type { RunSelector } from "../projects/run-selector";
+import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { compileSearchQuery } from "./compile-search-query";
 import type { SearchQuery } from "./search-query";
 import type { SearchResponse } from "./search-schemas";
 import { type StoredRow, shapeRecord } from "./shape-record";
 
+/**
+ * Runs a search in ONE D1 round trip to the project's shard: the project's state there, the
+ * run-ownership check (on the shard's copy of the run) and the page statement (which carries its
+ * own counts) go in a single `batch`. The answer is withheld unless the ownership row came back,
+ * and the page statement is itself confined to the caller's run (see compile-search-query.ts),
+ * so another organization's project or run is a 404 and its records are never read into a
+ * response. The route to the shard is cached (src/shards/project-routing.ts).
+ */
 export async function runSearch(
-  d1: D1Database,
-  principal: Principal,
+  c: Context<AppEnv>,
   projectId: string,
   selector: RunSelector,
   query: SearchQuery,
 ): Promise<SearchResponse> {
-  const ownership = runOwnershipQuery(database(d1), principal, projectId, selector).toSQL();
+  const principal = c.get("principal");
+  const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
   const page = compileSearchQuery(query, {
     organizationId: principal.organizationId,
     projectId,
     runId: selector.runId,
     runKind: selector.kind,
   });
-  const [owned, rows] = await d1.batch<StoredRow>([
-    d1.prepare(ownership.sql).bind(...ownership.params),
-    d1.prepare(page.sql).bind(...page.params),
-  ]);
-  ownedRunOrThrow((owned?.results ?? []) as never[]);
-  return pageResponse((rows?.results ?? []) as StoredRow[], query);
+  return onProjectShard(c, projectId, "read", async ({ db }) => {
+    const [state, owned, rows] = await db.batch<StoredRow>([
+      projectStateStatement(db, projectId),
+      db.prepare(ownership.sql).bind(...ownership.params),
+      db.prepare(page.sql).bind(...page.params),
+    ]);
+    if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+    if ((owned?.results.length ?? 0) === 0) {
+      // Not the caller's run (a 404 from the catalog), or a run whose copy has not reached the
+      // shard: it has no records there yet (a record's write copies its run first).
+      await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
+      return pageResponse([], query);
+    }
+    return pageResponse((rows?.results ?? []) as StoredRow[], query);
+  });
 }
 
 /**

@@ -18,7 +18,7 @@ export function registerSearch(app: Router): void {
         // Validation (422) comes before the ownership check (404), as in FastAPI.
         const query = normalizeSearchRequest(body, family, mode);
         const principal = c.get("principal");
-        const search = () => runSearch(c.env.DB, principal, project_id, runSelectorOf(body), query);
+        const search = () => runSearch(c, project_id, runSelectorOf(body), query);
         // A scan-class search holds one of its organization's scan slots while it runs (docs/limits.md).
         const response = classifySearchCost(query).class === "scan" ? await whileHoldingScanSlot(c.env, principal.organizationId, search) : await search();
         return c.json(response, 200);

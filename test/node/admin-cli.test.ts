@@ -168,5 +168,36 @@ describe("admin command line", () => {
       expect(listed.status).toBe(200);
       expect(((await listed.json()) as { name: string }[]).map((p) => p.name)).toEqual(["from-the-cli"]);
     });
+
+    it("shards reports each database's size, records and projects", async () => {
+      const created = await fetch(`${baseUrl}/v2/projects`, {
+        method: "POST",
+        headers: { "Service-API-Key": apiKey, "content-type": "application/json" },
+        body: JSON.stringify({ name: "reported" }),
+      });
+      const project = (await created.json()) as { id: string };
+      const stream = await fetch(`${baseUrl}/v2/projects/${project.id}/log_streams`, {
+        method: "POST",
+        headers: { "Service-API-Key": apiKey, "content-type": "application/json" },
+        body: JSON.stringify({ name: "default" }),
+      });
+      const { id: logStreamId } = (await stream.json()) as { id: string };
+      const ingested = await fetch(`${baseUrl}/v2/projects/${project.id}/traces`, {
+        method: "POST",
+        headers: { "Service-API-Key": apiKey, "content-type": "application/json" },
+        body: JSON.stringify({ log_stream_id: logStreamId, traces: [{ name: "t", spans: [{ type: "llm" }, { type: "tool" }] }] }),
+      });
+      expect(ingested.status).toBe(200);
+      // The hourly maintenance records every database's size in the catalog (locally the command
+      // line cannot measure them itself).
+      expect((await fetch(`${baseUrl}/cdn-cgi/handler/scheduled`)).status).toBe(200);
+      const report = oneJsonObject(await admin("shards")) as unknown as { shards: { shard: string; size_bytes: number; records: Record<string, number>; projects: { id: string; name: string; state: string }[] }[] };
+      expect(report.shards.map((s) => s.shard)).toEqual(["DB", "SHARD_0", "SHARD_1"]);
+      for (const shard of report.shards) expect(shard.size_bytes).toBeGreaterThan(0);
+      const home = report.shards.find((s) => s.projects.some((p) => p.id === project.id))!;
+      expect(home.shard).toMatch(/^SHARD_/);
+      expect(home.projects.find((p) => p.id === project.id)).toMatchObject({ name: "reported", state: "active" });
+      expect(home.records).toMatchObject({ traces: 1, spans: 2 });
+    });
   });
 });

@@ -150,10 +150,10 @@ describe("the galileo SDK against the real service", () => {
     // One wrangler call (each costs seconds): the project, its log stream, and what landed in it.
     const projectOf = `SELECT id FROM projects WHERE organization_id = ${lit(service.tenant.organizationId)} AND name = ${lit(PROJECT)}`;
     const streamOf = `SELECT id FROM runs WHERE project_id IN (${projectOf}) AND kind = 'log_stream' AND name = ${lit(LOG_STREAM)}`;
-    const [projects, streams, records, metrics, metadata] = await service.sql<Record<string, any>>(
-      `${projectOf};
-       ${streamOf};
-       SELECT * FROM records WHERE run_id IN (${streamOf});
+    // (Two calls: the project and stream from the catalog, then what landed on the project's shard.)
+    const [projects, streams] = await service.sql<Record<string, any>>(`${projectOf}; ${streamOf}`);
+    const [records, metrics, metadata] = await service.sql<Record<string, any>>(
+      `SELECT * FROM records WHERE run_id = ${lit(streams![0]?.id ?? "")};
        SELECT record_id, name, value FROM record_metrics WHERE record_id = ${lit(llm.id)} ORDER BY name;
        SELECT record_id, key, value FROM record_metadata WHERE record_id = ${lit(trace.id)} ORDER BY key`,
     );
@@ -270,7 +270,7 @@ describe("the galileo SDK against the real service", () => {
           `${projectOf};
            SELECT id, name FROM runs WHERE project_id IN (${projectOf});
            SELECT * FROM records WHERE trace_id IN (${traceIds.map(lit).join(", ")});
-           SELECT record_id FROM record_patches WHERE run_id IN (SELECT id FROM runs WHERE project_id IN (${projectOf}))`,
+           SELECT record_id FROM record_patches WHERE record_id IN (${traceIds.map(lit).join(", ")})`,
         ),
       ([, , found]) => found!.length === 12 && found!.filter((r) => r.record_type === "trace").every((r) => r.is_complete === 1),
     );

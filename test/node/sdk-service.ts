@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { createApiKey, createOrganization, createUser, renderSql } from "../../src/admin/provisioning";
+import { applyMigrations, d1Bindings } from "../../scripts/lib/wrangler";
 
 const execFileAsync = promisify(execFile);
 
@@ -77,7 +78,8 @@ async function waitUntilHealthy(origin: string, child: ChildProcess, output: () 
 export async function startService(): Promise<RunningService> {
   const persistDir = await mkdtemp(join(tmpdir(), "trace-store-sdk-"));
   const d1 = ["DB", "--local", "--persist-to", persistDir];
-  await wrangler(["d1", "migrations", "apply", ...d1]);
+  // Every database wrangler.toml declares: the catalog and the data shards.
+  await applyMigrations({ remote: false, persistTo: persistDir });
 
   const unique = randomBytes(6).toString("hex");
   const organization = createOrganization(`sdk-e2e-${unique}`);
@@ -139,9 +141,34 @@ export async function startService(): Promise<RunningService> {
     origin,
     apiUrl: `${origin}/v2`,
     tenant: { organizationId: organization.organization_id, userId: user.user_id, email, password, apiKey: key.api_key },
+    /**
+     * The rows of each `;`-separated statement. Records live on the data shards (docs/sharding.md):
+     * a statement on the catalog's own tables runs on the catalog, any other on every database
+     * that may hold records, their rows concatenated (an aggregate's one row summed). One
+     * wrangler call per database.
+     */
     async sql<T>(query: string) {
-      const results = JSON.parse(await wrangler(["d1", "execute", ...d1, "--json", "--command", query])) as { results: T[] }[];
-      return results.map((r) => r.results);
+      const statements = query.split(";").map((part) => part.trim()).filter(Boolean);
+      const onCatalog = statements.map((statement) => /\b(projects|organizations|users|api_keys|org_jobs|org_job_shards|shards)\b/.test(statement) || /^SELECT [^;]* FROM runs\b/i.test(statement));
+      const perDatabase = await Promise.all(
+        d1Bindings().map(async (binding) => {
+          const mine = statements.map((statement, i) => (binding === "DB" || !onCatalog[i] ? statement : null));
+          const sent = mine.filter((m): m is string => m !== null);
+          if (sent.length === 0) return mine.map(() => null);
+          const output = await wrangler(["d1", "execute", binding, ...d1.slice(1), "--json", "--command", sent.join(";\n")]);
+          const results = (JSON.parse(output) as { results: T[] }[]).map((r) => r.results);
+          let next = 0;
+          return mine.map((m) => (m === null ? null : results[next++]!));
+        }),
+      );
+      return statements.map((statement, i) => {
+        const rows = perDatabase.flatMap((answers) => answers[i] ?? []);
+        const aggregate = /^SELECT\s+(count|sum)\(/i.test(statement) && !/\bGROUP\s+BY\b/i.test(statement);
+        if (!aggregate || rows.length <= 1) return rows;
+        const summed = { ...rows[0] } as Record<string, unknown>;
+        for (const key of Object.keys(summed)) summed[key] = rows.reduce((sum, row) => sum + Number((row as Record<string, unknown>)[key] ?? 0), 0);
+        return [summed as T];
+      });
     },
     output,
     stop,

@@ -86,12 +86,21 @@ describe("npm start", () => {
 
     const projects = await fetch(`${base}/v2/projects`, { headers: { "Service-API-Key": apiKey } });
     expect(projects.status).toBe(200);
-    expect(((await projects.json()) as { id: string; name: string }[]).map((p) => [p.id, p.name])).toEqual([[projectId, "demo"]]);
+    const listed = (await projects.json()) as { id: string; name: string }[];
+    expect(listed.map((p) => p.name)).toEqual(["demo", "demo-probes"]);
+    expect(listed[0]!.id).toBe(projectId);
+
+    // The two projects live on the two data shards.
+    const [placed] = await executeD1("SELECT name, shard FROM projects ORDER BY name", { remote: false, persistTo });
+    const shardOf = Object.fromEntries(placed!.results.map((r) => [r.name, r.shard as string]));
+    expect(new Set(Object.values(shardOf))).toEqual(new Set(["SHARD_0", "SHARD_1"]));
+    const demoShard = shardOf.demo!;
 
     // Sessions, traces and every span kind, with parents and sessions linked.
     const [kinds] = await executeD1(
       "SELECT type, count(*) AS n, sum(has_children) AS parents FROM records GROUP BY type ORDER BY type",
       { remote: false, persistTo },
+      demoShard,
     );
     expect(Object.fromEntries(kinds!.results.map((r) => [r.type, r.n]))).toEqual({
       agent: 6,
@@ -114,7 +123,7 @@ describe("npm start", () => {
     const body = (await columns.json()) as { columns: { id: string; is_empty: boolean }[] };
     const filled = body.columns.filter((c) => !c.is_empty).map((c) => c.id);
     expect(filled).toEqual(expect.arrayContaining(["tags", "status_code", "session_id", "metrics/toxicity", "metrics/cost"]));
-    const [metadata] = await executeD1("SELECT count(DISTINCT key) AS n FROM record_metadata", { remote: false, persistTo });
+    const [metadata] = await executeD1("SELECT count(DISTINCT key) AS n FROM record_metadata", { remote: false, persistTo }, demoShard);
     expect(metadata!.results[0]!.n).toBeGreaterThanOrEqual(4);
 
     // The key is kept next to the database, git-ignored under the state directory.
@@ -131,8 +140,10 @@ describe("npm start", () => {
     expect(text).toContain("Demo dataset (seeded earlier):");
     expect(text).not.toContain("seeding the demo dataset");
     expect(bannerValue(text, "API key")).toBe(apiKey);
-    const [counts] = await executeD1("SELECT count(*) AS n FROM records", { remote: false, persistTo });
-    expect(counts!.results).toEqual([{ n: 42 }]);
+    const counts = await Promise.all(
+      ["SHARD_0", "SHARD_1"].map(async (shard) => (await executeD1("SELECT count(*) AS n FROM records", { remote: false, persistTo }, shard))[0]!.results[0]!.n),
+    );
+    expect(counts.sort()).toEqual([3, 42]);
   });
 
   it("refuses a port that is taken, before touching the database", async () => {

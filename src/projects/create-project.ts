@@ -1,0 +1,83 @@
+/**
+ * Creating a project or a run, with what sharding adds (docs/sharding.md): a new project is
+ * placed on a data shard (src/shards/placement.ts) and registered there; a new run is copied to
+ * its project's shard. Both stay idempotent by name, also under concurrent creates (the galileo
+ * SDK races several): the catalog's unique index decides which insert wins, and every caller
+ * registers what actually won, which the shard's INSERT OR IGNORE makes harmless to repeat.
+ */
+import { and, eq } from "drizzle-orm";
+import { database, nowMicros } from "../db/client";
+import { type RunKind, projects, runs } from "../db/schema";
+import type { Env } from "../env";
+import type { Principal } from "../http/app-env";
+import { rememberProjectRoute } from "../shards/project-routing";
+import { chooseShard } from "../shards/placement";
+import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
+import { copyRunStatement, registerProjectStatement } from "../shards/shard-membership";
+
+export type ProjectRow = typeof projects.$inferSelect;
+export type RunRow = typeof runs.$inferSelect;
+
+const shardOf = (project: ProjectRow) => project.shard ?? CATALOG_SHARD;
+
+async function registerOnShard(env: Env, project: ProjectRow): Promise<void> {
+  const shard = shardOf(project);
+  await registerProjectStatement(shardDatabase(env, shard), { projectId: project.id, organizationId: project.organizationId }).run();
+  rememberProjectRoute({ projectId: project.id, organizationId: project.organizationId, projectName: project.name, shard });
+}
+
+/** The organization's project of this name, created (and placed) if missing. */
+export async function ensureProject(env: Env, principal: Principal, name: string, type: string): Promise<ProjectRow> {
+  const db = database(env.DB);
+  const byName = () => db.select().from(projects).where(and(eq(projects.organizationId, principal.organizationId), eq(projects.name, name))).limit(1);
+  const [existing] = await byName();
+  if (existing) return existing;
+  const shard = await chooseShard(env);
+  const now = nowMicros();
+  const [, rows] = await db.batch([
+    db
+      .insert(projects)
+      .values({ id: crypto.randomUUID(), organizationId: principal.organizationId, name, type, createdBy: principal.userId, createdAt: now, updatedAt: now, shard })
+      .onConflictDoNothing({ target: [projects.organizationId, projects.name] }),
+    byName(),
+  ]);
+  const project = rows[0]!;
+  await registerOnShard(env, project);
+  return project;
+}
+
+/** The project's run of this kind and name, created (and copied to the project's shard) if missing. */
+export async function ensureRun(
+  env: Env,
+  principal: Principal,
+  project: ProjectRow,
+  run: { kind: RunKind; name: string; taskType: string | null },
+): Promise<RunRow> {
+  const db = database(env.DB);
+  const now = nowMicros();
+  const [, rows] = await db.batch([
+    db
+      .insert(runs)
+      .values({
+        id: crypto.randomUUID(),
+        organizationId: principal.organizationId,
+        projectId: project.id,
+        kind: run.kind,
+        name: run.name,
+        taskType: run.taskType,
+        createdBy: principal.userId,
+        createdAt: now,
+        updatedAt: now,
+      })
+      .onConflictDoNothing({ target: [runs.projectId, runs.kind, runs.name] }),
+    db
+      .select()
+      .from(runs)
+      .where(and(eq(runs.projectId, project.id), eq(runs.kind, run.kind), eq(runs.name, run.name)))
+      .limit(1),
+  ]);
+  const row = rows[0]!;
+  const shard = shardDatabase(env, shardOf(project));
+  await shard.batch([registerProjectStatement(shard, { projectId: project.id, organizationId: project.organizationId }), copyRunStatement(shard, row)]);
+  return row;
+}

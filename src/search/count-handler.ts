@@ -1,0 +1,69 @@
+/**
+ * The count routes (count-routes.ts). A count is the search statement itself, compiled for one
+ * page of COUNT_CAP records in the native order and counted: the same filter compiler, access
+ * paths, tenancy guard and validation as a search, so a count never disagrees with the pages it
+ * totals, and it costs at most what a page of COUNT_CAP ids costs. One D1 round trip, like a search.
+ */
+import { database } from "../db/client";
+import type { Router } from "../http/create-router";
+import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
+import { runSelectorOf } from "../projects/run-selector";
+import { whileHoldingScanSlot } from "../limits/scan-admission";
+import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { projectStateStatement, readableHere } from "../shards/shard-membership";
+import { compileSearchQuery } from "./compile-search-query";
+import { COUNT_CAP, countRoute } from "./count-routes";
+import { normalizeSearchRequest } from "./normalize-search-request";
+import type { SearchQuery } from "./search-query";
+import { classifySearchCost } from "./search-cost";
+import { SEARCH_FAMILIES } from "./search-routes";
+
+export function registerCounts(app: Router): void {
+  for (const family of SEARCH_FAMILIES) {
+    app.openapi(countRoute(family), async (c) => {
+      const { project_id } = c.req.valid("param");
+      const body = c.req.valid("json");
+      const principal = c.get("principal");
+      const selector = runSelectorOf(body);
+      const searched = normalizeSearchRequest(body, family, "partial");
+      // Only the id of each match is read: no sort (the native order has an index), no counts.
+      const query: SearchQuery = {
+        ...searched,
+        sort: null,
+        limit: COUNT_CAP,
+        offset: 0,
+        projection: { columns: [], metrics: new Set(), feedback: false },
+        includeCounts: false,
+        includeMetricInfo: false,
+        truncateFields: false,
+      };
+      const page = compileSearchQuery(query, {
+        organizationId: principal.organizationId,
+        projectId: project_id,
+        runId: selector.runId,
+        runKind: selector.kind,
+      });
+      const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
+      // One round trip to the project's shard, as a search (run-search.ts).
+      const count = () => onProjectShard(c, project_id, "read", async ({ db }) => {
+        const [state, owned, counted] = await db.batch<{ total: number }>([
+          projectStateStatement(db, project_id),
+          db.prepare(ownership.sql).bind(...ownership.params),
+          // The statement returns at most COUNT_CAP + 1 rows: one more than the cap says "capped".
+          db.prepare(`SELECT count(*) AS "total" FROM (${page.sql})`).bind(...page.params),
+        ]);
+        if (!readableHere(state)) throw new ProjectNotOnShardError(project_id);
+        if ((owned?.results.length ?? 0) === 0) {
+          // Not the caller's run (404), or one not yet copied to the shard: no records there.
+          await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
+          return 0;
+        }
+        return Number(counted?.results?.[0]?.total ?? 0);
+      });
+      // A count over a substring or case-insensitive filter reads every row of the run, as the
+      // search would: it holds one of the organization's scan slots (docs/limits.md).
+      const total = classifySearchCost(query).class === "scan" ? await whileHoldingScanSlot(c.env, principal.organizationId, count) : await count();
+      return c.json({ total_count: Math.min(total, COUNT_CAP), capped: total > COUNT_CAP }, 200);
+    });
+  }
+}

@@ -1,0 +1,104 @@
+/** The page: sign-in gate, header, and the view the URL names. */
+import { useEffect, useState } from "preact/hooks";
+import { onUnauthorized } from "./api/client";
+import { getCurrentUser } from "./api/endpoints";
+import { clearToken, readToken } from "./api/token-store";
+import type { CurrentUser } from "./api/types";
+import { Link, navigate, useRoute } from "./routing/navigation";
+import { hrefOf } from "./routing/routes";
+import { ErasePage } from "./views/erase-page";
+import { ErrorNotice } from "./views/error-notice";
+import { ProjectPage, ProjectsPage } from "./views/projects-page";
+import { RecordsPage } from "./views/records-page";
+import { SignIn } from "./views/sign-in";
+
+function here(): string {
+  return location.pathname + location.search;
+}
+
+export function App() {
+  const route = useRoute();
+  const [token, setToken] = useState(readToken);
+  const [user, setUser] = useState<CurrentUser | null>(null);
+  const [userError, setUserError] = useState<unknown>(null);
+
+  useEffect(
+    () =>
+      onUnauthorized(() => {
+        setToken(null);
+        setUser(null);
+        if (!location.pathname.startsWith("/sign-in")) navigate(hrefOf({ view: "sign-in", next: here() }), { replace: true });
+      }),
+    [],
+  );
+
+  useEffect(() => {
+    if (!token) return;
+    setUserError(null);
+    getCurrentUser().then(setUser, setUserError);
+  }, [token]);
+
+  useEffect(() => {
+    if (!token && route.view !== "sign-in") navigate(hrefOf({ view: "sign-in", next: here() }), { replace: true });
+  }, [token, route.view]);
+
+  if (!token || route.view === "sign-in") {
+    const next = route.view === "sign-in" ? route.next : here();
+    return (
+      <SignIn
+        onSignedIn={() => {
+          setToken(readToken());
+          // Only paths of this page: never an absolute URL from the query string.
+          navigate(next.startsWith("/") && !next.startsWith("//") && !next.startsWith("/sign-in") ? next : "/", { replace: true });
+        }}
+      />
+    );
+  }
+
+  const signOut = () => {
+    clearToken();
+    setToken(null);
+    setUser(null);
+    navigate("/sign-in", { replace: true });
+  };
+
+  return (
+    <>
+      <header class="app-header">
+        <Link href="/" class="brand">
+          Trace store
+        </Link>
+        <nav aria-label="Main">
+          <Link href="/" aria-current={route.view === "projects" ? "page" : undefined}>
+            Projects
+          </Link>
+          {user?.role === "admin" ? (
+            <Link href="/erase" aria-current={route.view === "erase" ? "page" : undefined} data-testid="nav-erase">
+              Erase data
+            </Link>
+          ) : null}
+          <a href="/docs">API reference</a>
+        </nav>
+        <span class="user" data-testid="current-user">
+          {user ? `${user.email} (${user.role})` : ""}
+        </span>
+        <button type="button" class="button-small" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      {userError ? <ErrorNotice error={userError} /> : null}
+      {route.view === "projects" ? <ProjectsPage /> : null}
+      {route.view === "project" ? <ProjectPage projectId={route.projectId} /> : null}
+      {route.view === "records" ? <RecordsPage route={route} /> : null}
+      {route.view === "erase" ? <ErasePage user={user} /> : null}
+      {route.view === "not-found" ? (
+        <main class="page">
+          <h1>Not found</h1>
+          <p>
+            Nothing here at <code>{route.path}</code>. <Link href="/">Back to the projects</Link>.
+          </p>
+        </main>
+      ) : null}
+    </>
+  );
+}

@@ -1,0 +1,103 @@
+/**
+ * An input or output as a person reads it: chat messages as a conversation, retrieved documents
+ * as a list, JSON pretty-printed and collapsible, long text cut with "show all".
+ */
+import { useState } from "preact/hooks";
+import { asMessages } from "../format/values";
+
+const TEXT_LIMIT = 1_000;
+
+export function LongText({ text }: { text: string }) {
+  const [all, setAll] = useState(false);
+  if (text.length <= TEXT_LIMIT || all) return <div class="long-text">{text}</div>;
+  return (
+    <div class="long-text">
+      {text.slice(0, TEXT_LIMIT)}…{" "}
+      <button type="button" class="link-button" onClick={() => setAll(true)}>
+        Show all ({text.length.toLocaleString("en-US")} characters)
+      </button>
+    </div>
+  );
+}
+
+function JsonValue({ value, name, depth }: { value: unknown; name?: string; depth: number }) {
+  const label = name !== undefined ? <span class="json-key">{name}: </span> : null;
+  if (value === null || typeof value !== "object") {
+    const kind = value === null ? "null" : typeof value;
+    return (
+      <div class="json-line">
+        {label}
+        <span class={`json-${kind}`}>{typeof value === "string" ? JSON.stringify(value) : String(value)}</span>
+      </div>
+    );
+  }
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  const summary = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+  return (
+    <details class="json-node" open={depth < 2}>
+      <summary>
+        {label}
+        <span class="muted">{summary}</span>
+      </summary>
+      <div class="json-children">
+        {entries.map(([k, v]) => (
+          <JsonValue key={k} name={k} value={v} depth={depth + 1} />
+        ))}
+      </div>
+    </details>
+  );
+}
+
+export function JsonView({ value }: { value: unknown }) {
+  return (
+    <div class="json-view">
+      <JsonValue value={value} depth={0} />
+    </div>
+  );
+}
+
+export function Conversation({ messages }: { messages: { role: string; content: string }[] }) {
+  return (
+    <ol class="conversation">
+      {messages.map((m, i) => (
+        <li key={i} class={`message message-${m.role}`}>
+          <span class="message-role">{m.role}</span>
+          <LongText text={m.content} />
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function parsedJson(text: string): unknown {
+  const trimmed = text.trim();
+  if (!(trimmed.startsWith("{") || trimmed.startsWith("["))) return undefined;
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return undefined;
+  }
+}
+
+export function ContentView({ value }: { value: unknown }) {
+  if (value === null || value === undefined || value === "") return <p class="muted">None</p>;
+  const messages = asMessages(value);
+  if (messages) return <Conversation messages={messages} />;
+  if (typeof value === "string") {
+    const json = parsedJson(value);
+    return json === undefined ? <LongText text={value} /> : <JsonView value={json} />;
+  }
+  if (Array.isArray(value) && value.length > 0 && value.every((d) => d && typeof d === "object" && "content" in d)) {
+    return (
+      <ol class="documents">
+        {value.map((d, i) => (
+          <li key={i}>
+            <LongText text={String((d as { content: unknown }).content)} />
+            {(d as { metadata?: unknown }).metadata ? <JsonView value={(d as { metadata?: unknown }).metadata} /> : null}
+          </li>
+        ))}
+      </ol>
+    );
+  }
+  return <JsonView value={value} />;
+}

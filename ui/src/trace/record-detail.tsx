@@ -1,0 +1,101 @@
+/** Everything about one trace or span: status and error, model and tokens, input, output, metadata, tags, metrics. */
+import type { ApiRecord } from "../api/types";
+import { formatDateTime, formatDurationMs, formatMetric } from "../format/values";
+import { ContentView } from "./content-view";
+import { durationMs } from "./span-tree";
+
+/** Units of well-known metrics; the table's columns give the rest (a metric column's data_unit). */
+function metricUnit(name: string, units: ReadonlyMap<string, string>): string | undefined {
+  return units.get(name) ?? (name.endsWith("_ns") ? "nano_seconds" : undefined);
+}
+
+const TOKEN_METRICS = ["num_input_tokens", "num_output_tokens", "num_total_tokens"] as const;
+
+export function RecordDetail({ record, units }: { record: ApiRecord; units: ReadonlyMap<string, string> }) {
+  const metrics = (record.metrics as Record<string, unknown> | undefined) ?? {};
+  const metadata = Object.entries((record.user_metadata as Record<string, string> | undefined) ?? {});
+  const tags = (record.tags as string[] | undefined) ?? [];
+  const duration = durationMs(record);
+  const status = typeof record.status_code === "number" ? record.status_code : null;
+  const facts: [string, string][] = [];
+  if (duration !== null) facts.push(["Duration", formatDurationMs(duration)]);
+  facts.push(["Started", formatDateTime(record.created_at)]);
+  if (status !== null) facts.push(["Status", String(status)]);
+  for (const key of ["model", "temperature", "finish_reason", "agent_type", "tool_call_id"] as const) {
+    if (record[key] !== null && record[key] !== undefined) facts.push([key.replace(/_/g, " "), String(record[key])]);
+  }
+  for (const key of TOKEN_METRICS) {
+    if (typeof metrics[key] === "number") facts.push([key.replace("num_", "").replace(/_/g, " "), String(metrics[key])]);
+  }
+  return (
+    <article class="record-detail" aria-label={`${record.type} ${String(record.name ?? "")}`} data-testid="record-detail">
+      <header>
+        <span class={`kind kind-${record.type}`}>{record.type}</span>
+        <h3>{String(record.name ?? "(unnamed)")}</h3>
+        <span class="muted mono small">{record.id}</span>
+      </header>
+      {record.error_message ? (
+        <div class="notice notice-error" data-testid="record-error">
+          <strong>Error{status !== null ? ` (${status})` : ""}</strong>
+          <span>{String(record.error_message)}</span>
+        </div>
+      ) : null}
+      <dl class="facts">
+        {facts.map(([k, v]) => (
+          <div key={k}>
+            <dt>{k}</dt>
+            <dd>{v}</dd>
+          </div>
+        ))}
+      </dl>
+      <section>
+        <h4>Input</h4>
+        <ContentView value={record.input} />
+      </section>
+      <section>
+        <h4>Output</h4>
+        <ContentView value={record.output} />
+      </section>
+      {tags.length > 0 ? (
+        <section>
+          <h4>Tags</h4>
+          {tags.map((t) => (
+            <span key={t} class="chip">
+              {t}
+            </span>
+          ))}
+        </section>
+      ) : null}
+      {metadata.length > 0 ? (
+        <section>
+          <h4>Metadata</h4>
+          <table class="kv">
+            <tbody>
+              {metadata.map(([k, v]) => (
+                <tr key={k}>
+                  <th scope="row">{k}</th>
+                  <td>{v}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : null}
+      {Object.keys(metrics).length > 0 ? (
+        <section>
+          <h4>Metrics</h4>
+          <table class="kv" data-testid="record-metrics">
+            <tbody>
+              {Object.entries(metrics).map(([k, v]) => (
+                <tr key={k}>
+                  <th scope="row">{k}</th>
+                  <td class="num">{formatMetric(v, metricUnit(k, units))}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : null}
+    </article>
+  );
+}
