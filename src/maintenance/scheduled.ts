@@ -2,7 +2,7 @@
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
  * (purge-expired.ts), and records each shard's size in the catalog (placement reads it).
- * Locally: `curl "http://127.0.0.1:8787/cdn-cgi/handler/scheduled"` while `npm start` runs
+ * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (README, "Scheduled maintenance").
  */
 import { nowMicros } from "../db/client";
