@@ -23,7 +23,17 @@ export default defineConfig(async () => {
             cloudflareTest({
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
-                bindings: { TEST_MIGRATIONS: migrations, TEST_SHARD_MIGRATIONS: shardMigrations, TOKEN_SECRET: "test-token-secret-of-sufficient-length" },
+                bindings: {
+                  TEST_MIGRATIONS: migrations,
+                  TEST_SHARD_MIGRATIONS: shardMigrations,
+                  TOKEN_SECRET: "test-token-secret-of-sufficient-length",
+                  // Requests per operation of test/openapi-fuzz.test.ts (`FUZZ_RUNS=500 npx vitest run test/openapi-fuzz.test.ts`).
+                  FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
+                  // The search tests run hundreds of scan-class searches for one organization back
+                  // to back, which the default 10% scan-time share (wrangler.toml) would rightly
+                  // refuse; test/organization-limits.test.ts checks that share with the default.
+                  ORG_SCAN_TIME_PERCENT: "100",
+                },
                 // An empty database for the migration tests (test/migrations.test.ts), which apply
                 // the migrations step by step with data in between.
                 d1Databases: { MIGRATION_TEST_DB: "migration-test-db" },

@@ -1,17 +1,19 @@
 /**
- * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5 and 12.
+ * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9 and 12.
  *
  *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
  *   npm run bench -- ingest            ingestion throughput (issue 5)
  *   npm run bench -- otlp              OpenTelemetry intake (OTLP protobuf) against native ingestion (issue 12)
+ *   npm run bench -- load              two organizations, one abusive, against wrangler dev (issue 9)
  *   npm run bench -- shards            scale-out: sharded against one database, isolation, capacity, moves (issue 10)
- *   npm run bench -- all               all five, one after the other
+ *   npm run bench -- all               all six, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
  * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion; verify: 2000), --seed 1,
- * --shapes first-page,tag (search), --quick (few samples: to try the harness, not for figures).
+ * --shapes first-page,tag (search), --seconds 75 (load: each phase), --port 8890 (load: the server's
+ * loopback port, the inspector's next to it), --quick (few samples: to try the harness, not for figures).
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
  */
@@ -19,13 +21,14 @@ import { ensureDataset } from "./dataset/dataset-cache";
 import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
+import { runLoadBench } from "./load/load-bench";
 import { runOtlpBench } from "./otlp/otlp-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "otlp", "shards", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "shards", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -35,6 +38,8 @@ interface Options {
   seed: number;
   quick: boolean;
   shapes: string[];
+  seconds: number | undefined;
+  port: number | undefined;
 }
 
 function positiveInteger(text: string, flag: string): number {
@@ -46,7 +51,7 @@ function positiveInteger(text: string, flag: string): number {
 const DEFAULT_SIZE = 1_000_000;
 
 function parseArguments(argv: string[]): Options {
-  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, seed: 1, quick: false, shapes: [] };
+  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, seed: 1, quick: false, shapes: [], seconds: undefined, port: undefined };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;
     const value = () => {
@@ -61,7 +66,9 @@ function parseArguments(argv: string[]): Options {
     else if (arg === "--seed") options.seed = positiveInteger(value(), "--seed");
     else if (arg === "--shapes") options.shapes = value().split(",").filter(Boolean);
     else if (arg === "--quick") options.quick = true;
-    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --quick`);
+    else if (arg === "--seconds") options.seconds = positiveInteger(value(), "--seconds");
+    else if (arg === "--port") options.port = positiveInteger(value(), "--port");
+    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --quick`);
   }
   return options;
 }
@@ -80,6 +87,7 @@ async function main(): Promise<void> {
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
+  if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
   console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

@@ -10,10 +10,11 @@ import { createRouter } from "./http/create-router";
 import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
-import { jsonBody, requestId } from "./http/middleware";
+import { requestId } from "./http/middleware";
 import { registerIngest } from "./ingest/ingest-routes";
 import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
+import { organizationRate } from "./limits/organization-rate";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
 import { registerCounts } from "./search/count-handler";
@@ -31,6 +32,8 @@ function publicRoutes() {
 function protectedRoutes() {
   const router = createRouter();
   router.use("*", authenticate);
+  // Before any route reads its body: an organization over its rate costs nothing more.
+  router.use("*", organizationRate);
   registerCurrentUser(router);
   registerProjects(router);
   registerRuns(router);
@@ -51,10 +54,9 @@ export function createApp() {
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
   // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,
-  // not our 422): registered before jsonBody, which their handlers never reach.
+  // not our 422); their routes read their bodies themselves (src/otlp/read-body.ts).
   app.route("/", otlpRoutes());
   app.route("/v2", otlpRoutes());
-  app.use("*", jsonBody);
   app.onError(onError);
   app.notFound(notFoundHandler);
 

@@ -1,4 +1,7 @@
 /** Bindings of the worker (wrangler.toml) and its secrets (.dev.vars / `wrangler secret put`). */
+import type { PasswordGuard } from "./limits/password-guard";
+import type { ScanSlots } from "./limits/scan-slots";
+
 export interface DeletionMessage {
   /** The job to advance; the selector and progress live in the job row, never in the message. */
   jobId: string;
@@ -37,6 +40,19 @@ declare global {
       TOKEN_SECRET: string;
       /** Bearer token lifetime in seconds (default one day). */
       TOKEN_TTL_SECONDS?: string;
+      /** Brute-force guards, one object per email and per client IP (src/limits/password-guard.ts). */
+      PASSWORD_GUARD: DurableObjectNamespace<PasswordGuard>;
+      /** Scan slots, one object per organization (src/limits/scan-slots.ts). */
+      SCAN_SLOTS: DurableObjectNamespace<ScanSlots>;
+      /** Requests per organization (src/limits/organization-rate.ts). */
+      ORG_RATE_LIMITER: RateLimit;
+      /** Configurable limits (src/limits/limit-settings.ts, docs/limits.md); unset means the default. */
+      ORG_CONCURRENT_SCANS?: string;
+      ORG_SCAN_TIME_PERCENT?: string;
+      PASSWORD_FREE_FAILURES_PER_EMAIL?: string;
+      PASSWORD_FREE_FAILURES_PER_IP?: string;
+      PASSWORD_MAX_LOCKOUT_SECONDS?: string;
+      PASSWORD_FORGET_AFTER_SECONDS?: string;
     }
   }
 }

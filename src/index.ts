@@ -5,6 +5,10 @@ import { runScheduledMaintenance } from "./maintenance/scheduled";
 import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
 import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
 
+// Durable Object classes of the limits (wrangler.toml [[durable_objects.bindings]]).
+export { PasswordGuard } from "./limits/password-guard";
+export { ScanSlots } from "./limits/scan-slots";
+
 const app = createApp();
 
 const METHODS_WITH_BODY = new Set(["POST", "PUT", "PATCH"]);

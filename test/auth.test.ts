@@ -275,6 +275,28 @@ describe("login input is validated", () => {
     expect(response.body.detail[0]).toMatchObject({ loc: ["body"], type: "model_attributes_type" });
   });
 
+  it("the media type decides how a login is read, whatever its parameters say", async () => {
+    const fields = new URLSearchParams({ username: tenant.email, password: tenant.password }).toString();
+    for (const contentType of ["application/x-www-form-urlencoded; x=json", "Application/X-WWW-Form-Urlencoded; boundary=json"]) {
+      const response = await call("/login", { rawBody: fields, headers: { "content-type": contentType } });
+      expect(response.status, `${contentType}: ${JSON.stringify(response.body)}`).toBe(200);
+      expect(response.body.token_type).toBe("bearer");
+    }
+    // Parameters the form parser cannot honour are the client's fault, never a 500.
+    for (const contentType of ["application/x-www-form-urlencoded; charset=json", "application/x-www-form-urlencoded;json", "application/json-seq", "multipart/form-data; x=json"]) {
+      const response = await call("/login", { rawBody: fields, headers: { "content-type": contentType } });
+      expect(response.status, `${contentType}: ${JSON.stringify(response.body)}`).toBe(422);
+    }
+    const json = JSON.stringify({ username: tenant.email, password: tenant.password });
+    for (const contentType of ["application/json; charset=utf-8", "APPLICATION/JSON", "application/vnd.api+json"]) {
+      const response = await call("/login", { rawBody: json, headers: { "content-type": contentType } });
+      expect(response.status, `${contentType}: ${JSON.stringify(response.body)}`).toBe(200);
+    }
+    // A form body labelled JSON is malformed JSON; JSON labelled a form has no fields: both 422.
+    expect((await call("/login", { rawBody: fields, headers: { "content-type": "application/json" } })).status).toBe(422);
+    expect((await call("/login", { rawBody: json, headers: { "content-type": "application/x-www-form-urlencoded; x=json" } })).status).toBe(422);
+  });
+
   it("/login/api_key without a key is a 422", async () => {
     const response = await call("/login/api_key", { body: {} });
     expect(response.status).toBe(422);

@@ -236,6 +236,22 @@ describe("metric columns and is_empty", () => {
     expect(metrics[0]).toMatchObject({ category: "metric", filter_type: "number", filterable: true, sortable: true, applicable_types: [], is_empty: false });
   });
 
+  it("a metric named like an Object property is an ordinary metric column", async () => {
+    const run = await newLogStream("prototype-names");
+    const names = ["constructor", "toString", "hasOwnProperty", "valueOf", "__defineGetter__", "isPrototypeOf"];
+    const ingest = await call(`/v2/projects/${projectId}/traces`, {
+      as: tenant,
+      body: { log_stream_id: run, traces: [{ name: "t", input: "i", metrics: Object.fromEntries(names.map((n, i) => [n, i + 0.5])) }] },
+    });
+    expect(ingest.status, JSON.stringify(ingest.body)).toBe(200);
+    const metrics = (await columnsOf("traces", { log_stream_id: run })).filter((c) => c.category === "metric");
+    expect(metrics.map((c) => c.id).sort()).toEqual(names.map((n) => `metrics/${n}`).sort());
+    for (const column of metrics) {
+      const name = (column.id as string).slice("metrics/".length);
+      expect(column).toMatchObject({ label: name, description: `Metric ${name}.`, data_type: "floating_point", group_label: "Metrics", roll_up_method: "average" });
+    }
+  });
+
   it("metrics are listed per family: a trace metric is not a span column", async () => {
     const traceColumns = await columnsOf("traces", { log_stream_id: logStreamId });
     expect(traceColumns.filter((c) => c.category === "metric").map((c) => c.id)).toEqual(["metrics/custom_score", "metrics/toxicity"]);

@@ -20,6 +20,11 @@ function packageVersion(name: string): string {
   }
 }
 
+function wranglerWorkerd(): string {
+  const own = packageVersion("wrangler/node_modules/workerd");
+  return own === "unknown" ? packageVersion("workerd") : own;
+}
+
 function gitCommit(): string {
   const head = spawnSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).stdout.trim();
   const dirty = spawnSync("git", ["status", "--porcelain", "--untracked-files=no", "src", "migrations"], { cwd: REPO_ROOT, encoding: "utf8" }).stdout.trim();
@@ -35,7 +40,8 @@ export function runConditions(startLoad: number[]): string {
     `- date: ${new Date().toISOString()}`,
     `- machine: ${cpus[0]?.model ?? "unknown CPU"}, ${cpus.length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.type()} ${os.release()}`,
     `- load average (1 min) at start / end: ${startLoad[0]?.toFixed(2)} / ${endLoad[0]?.toFixed(2)} (other work on the machine inflates every figure)`,
-    `- Node ${process.version}, wrangler ${packageVersion("wrangler")}, workerd ${packageVersion("workerd")}, sqlite3 shell ${sqlite}`,
+    // The workerd that `wrangler dev` runs is wrangler's own (node_modules/workerd is the test plugin's).
+    `- Node ${process.version}, wrangler ${packageVersion("wrangler")}, workerd ${wranglerWorkerd()}, sqlite3 shell ${sqlite}`,
     `- service commit: ${gitCommit()}`,
     `- requests re-sent after \`wrangler dev\`'s proxy dropped a pooled connection (workers-sdk#14641; their time counts from the first attempt): ${devProxyRetryCount()}`,
   ].join("\n");

@@ -81,6 +81,8 @@ export interface StartOptions {
   /** Path probed until the worker answers (any HTTP status counts as up). */
   readyPath?: string;
   readyTimeoutMs?: number;
+  /** Loopback port to listen on (default: one the kernel hands out), and the inspector's next to it. */
+  port?: number;
   /** Serve GET /__scheduled (wrangler dev --test-scheduled): runs the worker's cron handler. */
   testScheduled?: boolean;
 }
@@ -88,8 +90,8 @@ export interface StartOptions {
 export async function startDevServer(options: StartOptions): Promise<DevServer> {
   // --test-scheduled works on a worker wrangler bundles itself (it adds the route then).
   const entry = process.env.BENCH_UNFROZEN || options.testScheduled ? undefined : bundled(options.config);
-  const port = await freePort();
-  const inspectorPort = await freePort();
+  const port = options.port ?? (await freePort());
+  const inspectorPort = options.port === undefined ? await freePort() : options.port + 1;
   const logDir = path.join(DATA_DIR, "logs");
   mkdirSync(logDir, { recursive: true });
   const logFile = path.join(logDir, `${options.name}-${port}.log`);

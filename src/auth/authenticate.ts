@@ -2,6 +2,7 @@ import type { MiddlewareHandler } from "hono";
 import { database } from "../db/client";
 import type { AppEnv, Principal } from "../http/app-env";
 import { ApiError } from "../http/errors";
+import { passwordGate } from "../limits/password-attempts";
 import { API_KEY_PREFIX } from "./api-keys";
 import { principalFromApiKey, principalFromPassword } from "./principal-store";
 import { principalFromToken } from "./tokens";
@@ -53,7 +54,8 @@ async function resolvePrincipal(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Pr
     }
     if (scheme.toLowerCase() === "basic" && credentials) {
       const basic = decodeBasic(credentials);
-      const principal = basic && (await principalFromPassword(database(c.env.DB), basic.email, basic.password));
+      const principal =
+        basic && (await principalFromPassword(database(c.env.DB), basic.email, basic.password, passwordGate(c.env, basic.email, c.req.header("CF-Connecting-IP"))));
       if (!principal) throw unauthorized("Invalid username or password");
       return principal;
     }

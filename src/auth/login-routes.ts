@@ -1,11 +1,14 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { database } from "../db/client";
-import { HTTPValidationError, ErrorDetail } from "../http/common-schemas";
+import { ErrorDetail, HTTPValidationError, retryableErrorResponses } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
+import { isJsonMediaType } from "../http/media-type";
+import { passwordGate } from "../limits/password-attempts";
 import { toValidationErrors } from "../http/validation-errors";
 import { unauthorized } from "./authenticate";
 import { principalFromApiKey, principalFromPassword } from "./principal-store";
+import { signingSecret } from "./token-secret";
 import { issueToken } from "./tokens";
 
 const TokenResponse = z
@@ -26,6 +29,7 @@ const ApiKeyLogin = z.object({ api_key: z.string().min(1) }).openapi("ApiKeyLogi
 const errors = {
   401: { content: { "application/json": { schema: ErrorDetail } }, description: "Bad credentials" },
   422: { content: { "application/json": { schema: HTTPValidationError } }, description: "Validation error" },
+  ...retryableErrorResponses,
 };
 
 const passwordLogin = createRoute({
@@ -62,14 +66,19 @@ export function registerLogin(app: Router): void {
     // With an optional body and two media types, a request without a body reaches the handler
     // unvalidated: answer what FastAPI answers for an empty form (both fields missing).
     if (!contentType) throw new RequestValidationError(toValidationErrors("body", PasswordForm.safeParse({}).error?.issues ?? [], {}));
-    const form = contentType.includes("json") ? c.req.valid("json") : c.req.valid("form");
-    const principal = await principalFromPassword(database(c.env.DB), form.username, form.password);
+    // By the media type, as the validators decided: a form whose parameters mention "json" is a form.
+    const form = isJsonMediaType(contentType) ? c.req.valid("json") : c.req.valid("form");
+    // No password is checked (no PBKDF2 spent) when no token could be issued anyway.
+    signingSecret(c.env.TOKEN_SECRET);
+    const gate = passwordGate(c.env, form.username, c.req.header("CF-Connecting-IP"));
+    const principal = await principalFromPassword(database(c.env.DB), form.username, form.password, gate);
     if (!principal) throw unauthorized("Incorrect username or password");
     return c.json(await issueToken(c.env, principal), 200);
   });
 
   app.openapi(apiKeyLogin, async (c) => {
     const { api_key } = c.req.valid("json");
+    signingSecret(c.env.TOKEN_SECRET);
     const principal = await principalFromApiKey(database(c.env.DB), api_key.trim());
     if (!principal) throw unauthorized("Invalid API key");
     return c.json(await issueToken(c.env, principal), 200);

@@ -7,6 +7,7 @@ import { eq } from "drizzle-orm";
 import type { Database } from "../db/client";
 import { apiKeys, users } from "../db/schema";
 import type { Principal } from "../http/app-env";
+import type { PasswordGate } from "../limits/password-attempts";
 import { hashApiKey } from "./api-keys";
 import { sha256Hex } from "./crypto";
 import { type PasswordHash, hashPassword, verifyPassword } from "./passwords";
@@ -81,16 +82,36 @@ function unknownUserHash(): Promise<PasswordHash> {
   return unknownUserHashPromise;
 }
 
-export async function principalFromPassword(db: Database, email: string, password: string): Promise<Principal | undefined> {
+/**
+ * The user an email and password name. A pair that was right within the last minute is served
+ * from the cache; any other is verified (PBKDF2) only once `gate` admits it: the brute-force
+ * limits (src/limits/password-attempts.ts) refuse a locked-out email or client before any
+ * hashing is spent.
+ */
+export async function principalFromPassword(db: Database, email: string, password: string, gate: PasswordGate): Promise<Principal | undefined> {
   return cachedLookup(`password:${await sha256Hex(`${email}\u0000${password}`)}`, async () => {
-    const [row] = await db.select().from(users).where(eq(users.email, email.toLowerCase())).limit(1);
-    if (!row) {
-      // Spend the same PBKDF2 work as for a wrong password, so timing does not reveal which
-      // emails have accounts.
-      await verifyPassword(password, await unknownUserHash());
-      return undefined;
+    await gate.admit();
+    let principal: Principal | undefined;
+    try {
+      principal = await verifiedUser(db, email, password);
+    } catch (error) {
+      // The check never ran (the database failed): it is not a failure of the client's.
+      await gate.withdraw().catch(() => undefined);
+      throw error;
     }
-    const ok = await verifyPassword(password, { hash: row.passwordHash, salt: row.passwordSalt, iterations: row.passwordIterations });
-    return ok ? { userId: row.id, organizationId: row.organizationId, role: row.role, email: row.email } : undefined;
+    if (principal) await gate.succeeded();
+    return principal;
   });
+}
+
+async function verifiedUser(db: Database, email: string, password: string): Promise<Principal | undefined> {
+  const [row] = await db.select().from(users).where(eq(users.email, email.toLowerCase())).limit(1);
+  if (!row) {
+    // Spend the same PBKDF2 work as for a wrong password, so timing does not reveal which
+    // emails have accounts.
+    await verifyPassword(password, await unknownUserHash());
+    return undefined;
+  }
+  const ok = await verifyPassword(password, { hash: row.passwordHash, salt: row.passwordSalt, iterations: row.passwordIterations });
+  return ok ? { userId: row.id, organizationId: row.organizationId, role: row.role, email: row.email } : undefined;
 }

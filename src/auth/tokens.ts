@@ -3,6 +3,7 @@ import { database } from "../db/client";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
 import { principalOfUser } from "./principal-store";
+import { signingSecret } from "./token-secret";
 
 const DEFAULT_TTL_SECONDS = 24 * 60 * 60;
 
@@ -10,11 +11,6 @@ export interface IssuedToken {
   access_token: string;
   token_type: "bearer";
   expires_in: number;
-}
-
-function secretOf(env: Env): string {
-  if (!env.TOKEN_SECRET) throw new Error("TOKEN_SECRET is not configured");
-  return env.TOKEN_SECRET;
 }
 
 export function tokenLifetime(env: Env): number {
@@ -29,6 +25,7 @@ export function tokenLifetime(env: Env): number {
  * effect within a minute, not when the token expires.
  */
 export async function issueToken(env: Env, principal: Principal): Promise<IssuedToken> {
+  const secret = signingSecret(env.TOKEN_SECRET);
   const now = Math.floor(Date.now() / 1000);
   const ttl = tokenLifetime(env);
   const payload = {
@@ -39,13 +36,15 @@ export async function issueToken(env: Env, principal: Principal): Promise<Issued
     iat: now,
     exp: now + ttl,
   };
-  return { access_token: await sign(payload, secretOf(env), "HS256"), token_type: "bearer", expires_in: ttl };
+  return { access_token: await sign(payload, secret, "HS256"), token_type: "bearer", expires_in: ttl };
 }
 
 /** The signed claims of a token, or undefined when it is forged, malformed or expired. */
 async function verifiedClaims(env: Env, token: string): Promise<{ sub: string; org: string } | undefined> {
+  // Outside the try: a secret that must not be trusted is the server's fault (503), not the token's.
+  const secret = signingSecret(env.TOKEN_SECRET);
   try {
-    const payload = await verify(token, secretOf(env), "HS256");
+    const payload = await verify(token, secret, "HS256");
     const { sub, org, role, email, exp } = payload as Record<string, unknown>;
     // `verify` accepts a token without `exp`; every token we issue has one, so one without it
     // was not issued by us and must not live for ever.

@@ -34,11 +34,36 @@ const json = <T extends z.ZodType>(schema: T, description: string) => ({
   description,
 });
 
+const retryAfter = {
+  "Retry-After": {
+    description: "Seconds to wait before sending the request again.",
+    schema: { type: "integer" as const, minimum: 1 },
+  },
+};
+
+/** 429 and 503: both say when to come back (README "Limits", docs/limits.md). */
+export const retryableErrorResponses = {
+  429: {
+    ...json(ErrorDetail, "Too many requests: the organization's request rate, its concurrent scan-class searches, or failed password checks (per email and per client IP) are over their limits. Nothing was done; retry after `Retry-After` seconds."),
+    headers: retryAfter,
+  },
+  503: {
+    ...json(ErrorDetail, "The database is briefly unavailable (overloaded, restarting, busy or unreachable): nothing was done; retry after `Retry-After` seconds. Also: bearer tokens when the server's token secret is not configured."),
+    headers: retryAfter,
+  },
+} as const;
+
+/** What a route with a body answers when the body is over its cap (src/http/body-limits.ts). */
+export const tooLargeResponse = {
+  413: json(ErrorDetail, "The request body is larger than this route accepts (the message gives the cap; README \"Limits\"). Nothing of it was parsed or stored."),
+} as const;
+
 /** Error answers every authenticated route can give; spread into each route's `responses`. */
 export const commonErrorResponses = {
   401: json(ErrorDetail, "Missing or invalid credentials"),
   404: json(ErrorDetail, "Not found, or not in the caller's organization"),
   422: json(HTTPValidationError, "Validation error"),
+  ...retryableErrorResponses,
 } as const;
 
 /** A boolean query parameter as FastAPI reads it: true/false, 1/0, yes/no, on/off; else bool_parsing. */

@@ -1,7 +1,10 @@
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { Context } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "./app-env";
+import { boundedBody } from "./bounded-body";
+import { tooLargeResponse } from "./common-schemas";
 import { validationResponse } from "./errors";
+import { isJsonMediaType } from "./media-type";
 import { type Location, toValidationErrors } from "./validation-errors";
 
 const LOCATION_BY_TARGET: Record<string, Location> = {
@@ -29,8 +32,6 @@ async function rawInput(c: Context, target: string): Promise<unknown> {
       return undefined;
   }
 }
-
-const isJsonRequest = (c: Context) => /^application\/([\w.-]+\+)?json\b/i.test(c.req.header("content-type") ?? "");
 
 /** What a route declares it validates, as @hono/zod-openapi's `createRoute` takes it. */
 interface RouteRequest {
@@ -79,7 +80,7 @@ function validationHook(request: RouteRequest | undefined) {
         continue;
       }
       // A form body (the login routes also take forms) is not read as JSON.
-      if (target === "json" && !isJsonRequest(c)) continue;
+      if (target === "json" && !isJsonMediaType(c.req.header("content-type"))) continue;
       const input = await rawInput(c, target);
       if (input === undefined) continue;
       const other = await schema.safeParseAsync(input);
@@ -91,13 +92,33 @@ function validationHook(request: RouteRequest | undefined) {
   };
 }
 
-/** Every router of the service: one validation hook, so every 422 has the same shape. */
+interface RouteConfig {
+  request?: RouteRequest;
+  middleware?: MiddlewareHandler | MiddlewareHandler[];
+  responses?: Record<string, unknown>;
+}
+
+/**
+ * A route that declares a body reads it through `boundedBody` (its cap, then the JSON checks),
+ * after the route's own middleware and the router's (authentication), before any validator; its
+ * document lists the 413 that cap answers.
+ */
+function withBoundedBody<R extends RouteConfig>(route: R): R {
+  if (!route.request?.body) return route;
+  const own = route.middleware === undefined ? [] : Array.isArray(route.middleware) ? route.middleware : [route.middleware];
+  return { ...route, middleware: [...own, boundedBody], responses: { ...route.responses, ...tooLargeResponse } };
+}
+
+/**
+ * Every router of the service: one validation hook, so every 422 has the same shape, and every
+ * body read within its route's cap (body-limits.ts).
+ */
 export function createRouter() {
   const router = new OpenAPIHono<AppEnv>({ defaultHook: validationHook(undefined) as never });
   const register = router.openapi;
   // Each route gets a hook that knows the route's other targets (see validationHook).
-  router.openapi = ((route: { request?: RouteRequest }, handler: unknown, hook?: unknown) =>
-    register(route as never, handler as never, (hook ?? validationHook(route.request)) as never)) as typeof router.openapi;
+  router.openapi = ((route: RouteConfig, handler: unknown, hook?: unknown) =>
+    register(withBoundedBody(route) as never, handler as never, (hook ?? validationHook(route.request)) as never)) as typeof router.openapi;
   return router;
 }
 

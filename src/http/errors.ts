@@ -5,6 +5,7 @@
  */
 import type { Context, ErrorHandler, NotFoundHandler } from "hono";
 import { HTTPException } from "hono/http-exception";
+import { clientFaultFromDatabase, describeForLog, unavailability } from "./database-errors";
 import type { ValidationErrorItem } from "./validation-errors";
 
 export class ApiError extends Error {
@@ -31,23 +32,15 @@ export function validationResponse(c: Context, items: ValidationErrorItem[]) {
   return c.json({ detail: items }, 422);
 }
 
-/** SQLite messages that mean the client asked for something impossible, not that we failed. */
-function clientFaultFromDatabase(error: unknown): ApiError | undefined {
-  const text = `${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`;
-  if (text.includes("record_ownership_conflict")) {
-    return new ApiError(409, "a record with this id already exists in another run of this project, or as another kind of record (session, trace or span); nothing of this request was written");
-  }
-
-  if (text.includes("SQLITE_TOOBIG") || text.includes("string or blob too big")) {
-    return new ApiError(413, "request too large: send fewer or smaller records per request");
-  }
-  return undefined;
-}
-
-/** The body as text, for a 422 that echoes what could not be read (empty if unreadable). */
+/**
+ * The body as text, for a 422 that echoes what could not be read: only a body already read
+ * within its cap (bounded-body.ts left it in Hono's cache), never the raw stream.
+ */
 async function rawBodyText(c: Context): Promise<string> {
+  if (Object.keys(c.req.bodyCache).length === 0) return "";
   try {
-    return await c.req.text();
+    // Decoded here rather than by c.req.text(), which warns about bodies not labelled as text.
+    return new TextDecoder().decode(await c.req.arrayBuffer());
   } catch {
     return "";
   }
@@ -76,9 +69,17 @@ export const onError: ErrorHandler = async (error, c) => {
   }
   const clientFault = clientFaultFromDatabase(error);
   if (clientFault) return c.json({ detail: clientFault.detail }, clientFault.status);
+  const requestId = c.get("requestId");
+  const unavailable = unavailability(error);
+  if (unavailable) {
+    // Operators see outages; the log line names the kind, never the SQL or its values.
+    console.warn(`request ${requestId}: database ${unavailable.what}, answered 503:`, describeForLog(error));
+    c.header("Retry-After", String(unavailable.retryAfterSeconds));
+    return c.json({ detail: `Database unavailable (${unavailable.what}); retry in ${unavailable.retryAfterSeconds} s.` }, 503);
+  }
   // Only the request id and the error itself: never headers, bodies or credentials.
-  console.error(`request ${c.get("requestId")} failed:`, error instanceof Error ? error.stack : String(error));
-  return c.json({ detail: "Internal server error" }, 500);
+  console.error(`request ${requestId} failed:`, describeForLog(error));
+  return c.json({ detail: `Internal server error (request id ${requestId})` }, 500);
 };
 
 export const notFoundHandler: NotFoundHandler = (c) => c.json({ detail: "Not Found" }, 404);

@@ -33,7 +33,7 @@ function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
   for (const key of path) {
     if (current === null || typeof current !== "object") return MISSING;
     const container = current as Record<PropertyKey, unknown>;
-    if (!(key in container)) return MISSING;
+    if (!Object.hasOwn(container, key)) return MISSING;
     current = container[key];
   }
   return current;

@@ -15,7 +15,9 @@ import { authenticate } from "../auth/authenticate";
 import { nowMicros } from "../db/client";
 import type { AppEnv } from "../http/app-env";
 import { createRouter } from "../http/create-router";
+import { describeForLog, unavailability } from "../http/database-errors";
 import { ApiError, RequestValidationError } from "../http/errors";
+import { organizationRate } from "../limits/organization-rate";
 import { onProjectShard } from "../shards/project-shard";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
 import { exportResponse, statusResponse } from "./export-response";
@@ -27,8 +29,8 @@ import { writeExport } from "./write-export";
 
 export const OTLP_PATHS = ["/otel/v1/traces", "/otel/traces"] as const;
 
-/** Seconds an exporter should wait before retrying a 503. */
-const RETRY_AFTER_SECONDS = "5";
+/** Seconds an exporter should wait at least before retrying a 503. */
+const RETRY_AFTER_SECONDS = 5;
 
 /** The encoding to answer in: the request's, or JSON when it named none we speak. */
 function answerEncoding(c: Context): OtlpEncoding {
@@ -37,12 +39,6 @@ function answerEncoding(c: Context): OtlpEncoding {
   } catch {
     return "json";
   }
-}
-
-/** D1 failing (busy, overloaded, unreachable): the request can succeed later. */
-function isStorageUnavailable(error: unknown): boolean {
-  const text = `${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`;
-  return /D1_|SQLITE_BUSY|database is locked|overloaded|Network connection lost|storage.*(reset|unavailable)|internal error/i.test(text);
 }
 
 const onOtlpError: ErrorHandler<AppEnv> = (error, c) => {
@@ -55,11 +51,13 @@ const onOtlpError: ErrorHandler<AppEnv> = (error, c) => {
     const status = (error.status === 409 ? 400 : error.status) as OtlpStatus;
     return statusResponse(encoding, status, error.detail, error.headers);
   }
-  if (isStorageUnavailable(error)) {
-    console.error(`request ${c.get("requestId")} (OTLP): storage unavailable:`, error instanceof Error ? error.message : String(error));
-    return statusResponse(encoding, 503, "storage is unavailable; retry later", { "Retry-After": RETRY_AFTER_SECONDS });
+  // D1 failing for a moment (busy, overloaded, unreachable), as the rest of the API classifies it.
+  const unavailable = unavailability(error);
+  if (unavailable) {
+    console.warn(`request ${c.get("requestId")} (OTLP): database ${unavailable.what}, answered 503:`, describeForLog(error));
+    return statusResponse(encoding, 503, "storage is unavailable; retry later", { "Retry-After": String(Math.max(unavailable.retryAfterSeconds, RETRY_AFTER_SECONDS)) });
   }
-  console.error(`request ${c.get("requestId")} (OTLP) failed:`, error instanceof Error ? error.stack : String(error));
+  console.error(`request ${c.get("requestId")} (OTLP) failed:`, describeForLog(error));
   return statusResponse(encoding, 500, "Internal server error");
 };
 
@@ -86,7 +84,7 @@ export function otlpRoutes() {
   router.onError(onOtlpError);
   // Per path, not "*": mounted at the root, a "*" middleware would run for every route of the app.
   for (const path of OTLP_PATHS) {
-    router.post(path, authenticate, exportTraces);
+    router.post(path, authenticate, organizationRate, exportTraces);
     router.openAPIRegistry.registerPath({
       method: "post",
       path,
@@ -110,6 +108,7 @@ export function otlpRoutes() {
         404: { description: "Project or experiment id not found" },
         413: { description: "Body over 10 MiB inflated, or over 10,000 spans" },
         415: { description: "Unsupported Content-Type or Content-Encoding" },
+        429: { description: "The organization is over its request rate, or its email or client IP over its failed password checks (HTTP Basic): retry after Retry-After seconds" },
         503: { description: "Storage unavailable: retry after Retry-After seconds" },
       },
     });

@@ -8,12 +8,14 @@ import { database } from "../db/client";
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { runSelectorOf } from "../projects/run-selector";
+import { whileHoldingScanSlot } from "../limits/scan-admission";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { compileSearchQuery } from "./compile-search-query";
 import { COUNT_CAP, countRoute } from "./count-routes";
 import { normalizeSearchRequest } from "./normalize-search-request";
 import type { SearchQuery } from "./search-query";
+import { classifySearchCost } from "./search-cost";
 import { SEARCH_FAMILIES } from "./search-routes";
 
 export function registerCounts(app: Router): void {
@@ -43,7 +45,7 @@ export function registerCounts(app: Router): void {
       });
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
       // One round trip to the project's shard, as a search (run-search.ts).
-      const total = await onProjectShard(c, project_id, "read", async ({ db }) => {
+      const count = () => onProjectShard(c, project_id, "read", async ({ db }) => {
         const [state, owned, counted] = await db.batch<{ total: number }>([
           projectStateStatement(db, project_id),
           db.prepare(ownership.sql).bind(...ownership.params),
@@ -58,6 +60,9 @@ export function registerCounts(app: Router): void {
         }
         return Number(counted?.results?.[0]?.total ?? 0);
       });
+      // A count over a substring or case-insensitive filter reads every row of the run, as the
+      // search would: it holds one of the organization's scan slots (docs/limits.md).
+      const total = classifySearchCost(query).class === "scan" ? await whileHoldingScanSlot(c.env, principal.organizationId, count) : await count();
       return c.json({ total_count: Math.min(total, COUNT_CAP), capped: total > COUNT_CAP }, 200);
     });
   }

@@ -1,7 +1,9 @@
 import type { Router } from "../http/create-router";
 import { runSelectorOf } from "../projects/run-selector";
 import { normalizeSearchRequest, type SearchMode } from "./normalize-search-request";
+import { whileHoldingScanSlot } from "../limits/scan-admission";
 import { runSearch } from "./run-search";
+import { classifySearchCost } from "./search-cost";
 import { SEARCH_FAMILIES, searchRoute } from "./search-routes";
 import { registerFilterDocs } from "./search-schemas";
 
@@ -15,7 +17,10 @@ export function registerSearch(app: Router): void {
         const body = c.req.valid("json");
         // Validation (422) comes before the ownership check (404), as in FastAPI.
         const query = normalizeSearchRequest(body, family, mode);
-        const response = await runSearch(c, project_id, runSelectorOf(body), query);
+        const principal = c.get("principal");
+        const search = () => runSearch(c, project_id, runSelectorOf(body), query);
+        // A scan-class search holds one of its organization's scan slots while it runs (docs/limits.md).
+        const response = classifySearchCost(query).class === "scan" ? await whileHoldingScanSlot(c.env, principal.organizationId, search) : await search();
         return c.json(response, 200);
       });
     }

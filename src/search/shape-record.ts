@@ -283,7 +283,7 @@ function selectedColumnsOf(record: Record<string, Json>, row: StoredRow, kind: s
     } else if (column.kind === "user_metadata" || column.kind === "dataset_metadata") {
       const all = jsonObject(row[column.kind]);
       const picked = (record[column.kind] ??= {}) as Record<string, Json>;
-      if (column.key in all) picked[column.key] = all[column.key];
+      if (Object.hasOwn(all, column.key)) picked[column.key] = all[column.key];
     }
   }
 }

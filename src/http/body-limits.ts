@@ -1,0 +1,107 @@
+/**
+ * The one table of request-body caps (README "Limits", docs/limits.md). A body over its route's
+ * cap is a 413 naming the cap, answered before anything of the body is parsed: a declared
+ * `Content-Length` over the cap is refused without reading a byte, and a body without one is
+ * counted as it streams in and refused as soon as the count passes the cap.
+ *
+ * Nothing of a protected route's body is read before its caller is authenticated (credentials
+ * travel in headers), so an unauthenticated client can make the worker read at most the small
+ * cap of the public routes (login).
+ *
+ * A new route with a body gets its cap by one line here, keyed by its method and its path as the
+ * OpenAPI document names it. A route missing from the table gets DEFAULT_BODY_LIMIT, the small
+ * cap (test/body-limits.test.ts fails for a documented route that is missing).
+ */
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+/** For a route with a body that the table does not list: as small as a login. */
+export const DEFAULT_BODY_LIMIT = 16 * KiB;
+
+/** Login forms and API-key exchanges: read before the caller is known. */
+const LOGIN = 16 * KiB;
+/** Names and run selectors (projects, runs, columns, deletion by one key/value). */
+const SMALL = 64 * KiB;
+/**
+ * A search body: up to 1 MB of filter values (SEARCH_LIMITS.maxFilterValuesBytes) plus up to
+ * 500 selected column ids; 2 MiB leaves every documented search limit reachable.
+ */
+const SEARCH = 2 * MiB;
+/**
+ * Ingestion (batch and streaming): a record may hold up to 1.9 MB (RECORD_LIMITS.maxRecordBytes),
+ * so a batch of a few large records must fit. A 9.3 MiB batch of 10,000 records (the most one
+ * request may carry) holds about 55-70 MB live while it is decoded, parsed, validated and turned
+ * into rows (measured in V8, docs/limits.md): half of an isolate's 128 MB.
+ */
+const INGEST = 10 * MiB;
+
+const ROUTE_BODY_LIMITS: ReadonlyMap<string, number> = new Map([
+  ["POST /login", LOGIN],
+  ["POST /v2/login", LOGIN],
+  ["POST /login/api_key", LOGIN],
+  ["POST /v2/login/api_key", LOGIN],
+  ["POST /v2/projects", SMALL],
+  ["POST /v2/projects/{project_id}/log_streams", SMALL],
+  ["POST /v2/projects/{project_id}/experiments", SMALL],
+  ["POST /v2/projects/{project_id}/traces", INGEST],
+  ["POST /v2/projects/{project_id}/sessions", INGEST],
+  ["POST /v2/projects/{project_id}/spans", INGEST],
+  ["PATCH /v2/projects/{project_id}/traces/{trace_id}", INGEST],
+  ["PATCH /v2/projects/{project_id}/spans/{span_id}", INGEST],
+  ["POST /v2/projects/{project_id}/traces/partial_search", SEARCH],
+  ["POST /v2/projects/{project_id}/spans/partial_search", SEARCH],
+  ["POST /v2/projects/{project_id}/sessions/partial_search", SEARCH],
+  ["POST /v2/projects/{project_id}/traces/search", SEARCH],
+  ["POST /v2/projects/{project_id}/spans/search", SEARCH],
+  ["POST /v2/projects/{project_id}/sessions/search", SEARCH],
+  ["POST /v2/projects/{project_id}/traces/count", SEARCH],
+  ["POST /v2/projects/{project_id}/spans/count", SEARCH],
+  ["POST /v2/projects/{project_id}/sessions/count", SEARCH],
+  ["POST /v2/projects/{project_id}/traces/available_columns", SMALL],
+  ["POST /v2/projects/{project_id}/spans/available_columns", SMALL],
+  ["POST /v2/projects/{project_id}/sessions/available_columns", SMALL],
+  ["POST /v2/org-jobs/delete-by-metadata", SMALL],
+  // OTLP reads its own bodies (src/otlp/read-body.ts: gzip inflated, counted after inflation)
+  // with this cap (test/body-limits.test.ts keeps OTLP_LIMITS.maxBodyBytes equal to it).
+  ["POST /otel/v1/traces", INGEST],
+  ["POST /otel/traces", INGEST],
+  ["POST /v2/otel/v1/traces", INGEST],
+  ["POST /v2/otel/traces", INGEST],
+]);
+
+/** `POST /v2/projects/{project_id}/traces`: the key of a route in the table. */
+export function routeKey(method: string, openApiPath: string): string {
+  return `${method.toUpperCase()} ${openApiPath}`;
+}
+
+/** A Hono route pattern (`/v2/projects/:project_id`) as the OpenAPI document writes it. */
+export function openApiPathOf(routePattern: string): string {
+  return routePattern.replace(/:(\w+)/g, "{$1}");
+}
+
+export interface BodyLimit {
+  /** The route as documented, for the 413's message. */
+  route: string;
+  bytes: number;
+  /** Whether the table names the route (else DEFAULT_BODY_LIMIT applies). */
+  listed: boolean;
+}
+
+/** The cap of the route a request matched (`routePattern` as Hono reports it in `c.req.routePath`). */
+export function bodyLimitFor(method: string, routePattern: string): BodyLimit {
+  const route = routeKey(method, openApiPathOf(routePattern));
+  const bytes = ROUTE_BODY_LIMITS.get(route);
+  return bytes === undefined ? { route, bytes: DEFAULT_BODY_LIMIT, listed: false } : { route, bytes, listed: true };
+}
+
+/** Every listed route and its cap, for the documentation test. */
+export function listedBodyLimits(): [string, number][] {
+  return [...ROUTE_BODY_LIMITS];
+}
+
+/** "10 MiB", "64 KiB", "512 bytes": a cap as a person reads it. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
+  if (bytes >= KiB && bytes % KiB === 0) return `${bytes / KiB} KiB`;
+  return `${bytes} bytes`;
+}

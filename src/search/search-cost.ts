@@ -1,0 +1,64 @@
+/**
+ * Whether a normalized search is **indexed** or **scan-class** (docs/search.md, "Cost classes";
+ * docs/limits.md). The classification is of the request's shape, not a cost estimate: a
+ * scan-class search is one whose cost grows with the size of the run whatever it finds, because
+ * no index can serve it (see "How a search runs" in docs/search.md):
+ *
+ * - a substring match (`contains` on a text, id or metadata value): every row's text is read;
+ * - a case-insensitive comparison (`case_sensitive: false`): every row's value is lowered;
+ * - a sort on a column no index orders (anything but `created_at`, `id` and `metrics/<name>`):
+ *   every matching record is read and sorted before the first one is returned;
+ * - an offset of DEEP_OFFSET or more: the index is walked past every skipped entry.
+ *
+ * Everything else is indexed: its first page costs about the same at 100,000 and 1,000,000
+ * records. (A selective equality on a column without an index, `name` say, also walks the run
+ * when it matches little; it is left indexed because it is cheap when it matches much, which
+ * its shape cannot tell.)
+ *
+ * The per-organization limit on concurrent scans (src/limits) reads this.
+ */
+import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
+
+/** Offsets from here on are scan-class: about 5 ms of index walk at 1M records, growing linearly. */
+export const DEEP_OFFSET = 50_000;
+
+export type SearchCost = { class: "indexed" } | { class: "scan"; reasons: string[] };
+
+/** Sorts an index serves: the native order's columns, and every metric (record_metrics_run_name_value). */
+function sortIsIndexed(sort: SearchQuery["sort"]): boolean {
+  if (sort === null) return true;
+  if (sort.column.kind === "metric") return true;
+  return sort.column.kind === "standard" && (sort.column.id === "created_at" || sort.column.id === "id");
+}
+
+function leafReason(leaf: FilterLeaf): string | undefined {
+  if (leaf.kind === "never" || leaf.kind === "between") return undefined;
+  const isTags = leaf.column.kind === "standard" && leaf.column.id === "tags";
+  if (leaf.kind === "contains" && !isTags) return `substring match on ${leaf.column.id}`;
+  if (!leaf.caseSensitive) return `case-insensitive match on ${leaf.column.id}`;
+  return undefined;
+}
+
+/** The tree's leaves in the order the request wrote them (without recursion). */
+function leaves(node: FilterNode): FilterLeaf[] {
+  const out: FilterLeaf[] = [];
+  const stack: FilterNode[] = [node];
+  while (stack.length > 0) {
+    const current = stack.pop()!;
+    if (current.kind === "leaf") out.push(current.leaf);
+    else if (current.kind === "not") stack.push(current.child);
+    else for (let i = current.children.length - 1; i >= 0; i--) stack.push(current.children[i]!);
+  }
+  return out;
+}
+
+export function classifySearchCost(query: SearchQuery): SearchCost {
+  const reasons = new Set<string>();
+  for (const leaf of leaves(query.filter)) {
+    const reason = leafReason(leaf);
+    if (reason) reasons.add(reason);
+  }
+  if (!sortIsIndexed(query.sort)) reasons.add(`sort on ${query.sort!.column.id}`);
+  if (query.offset >= DEEP_OFFSET) reasons.add(`offset ${query.offset}`);
+  return reasons.size === 0 ? { class: "indexed" } : { class: "scan", reasons: [...reasons] };
+}
