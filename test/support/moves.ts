@@ -66,8 +66,13 @@ export type { AdvanceOutcome };
 
 type Row = Record<string, unknown>;
 
+export type ProjectState = Record<
+  "records" | "record_metadata" | "record_tags" | "record_metrics" | "record_patches" | "record_tombstones" | "runs" | "run_columns",
+  Row[]
+>;
+
 /** The project's stored state on one database: everything but rowids, in key order. */
-export async function projectState(db: D1Database, projectId: string): Promise<Record<string, Row[]>> {
+export async function projectState(db: D1Database, projectId: string): Promise<ProjectState> {
   const all = async (sql: string) => (await db.prepare(sql).bind(projectId).all<Row>()).results;
   const records = (await all("SELECT * FROM records WHERE project_id = ?1 ORDER BY id")).map(({ rid: _rid, ...rest }) => rest);
   const side = (table: string, key: string) =>
