@@ -50,9 +50,9 @@ export async function stepUntil(moveId: string, until: (m: MoveRow) => boolean =
 }
 
 /** Starts the move through the real queue and waits until it is over. */
-export async function runThroughQueue(moveId: string, timeoutMs = 30_000): Promise<MoveRow> {
+export async function runThroughQueue(moveId: string, timeoutMs = 30_000, send = true): Promise<MoveRow> {
   const current = await move(moveId);
-  await sendMoveMessage(env as Env, moveId, current.message_seq);
+  if (send) await sendMoveMessage(env as Env, moveId, current.message_seq);
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const now = await move(moveId);
