@@ -9,9 +9,10 @@
  *   npm run --silent admin -- create-user --org <organization_id> --email a@b.c --password <pw> --role admin
  *   npm run --silent admin -- create-api-key --user <user_id>
  *   npm run --silent admin -- shards
+ *   npm run --silent admin -- default-retention --org <organization_id> --days 90|none
  */
 import { parseArgs } from "node:util";
-import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role } from "./lib/admin-commands";
+import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role, setDefaultRetentionCommand } from "./lib/admin-commands";
 import { shardsReport } from "./lib/shard-report";
 import { type D1Target, WranglerError } from "./lib/wrangler";
 
@@ -22,6 +23,8 @@ Commands:
   create-user     --org ORGANIZATION_ID --email EMAIL --password PASSWORD --role admin|member
   create-api-key  --user USER_ID
   shards          each database's size, records and projects (docs/sharding.md)
+  default-retention --org ORGANIZATION_ID --days DAYS|none
+                  the retention new projects of the organization take (docs/retention.md)
 
 Where:
   --local            the local database of \`npm start\` / \`wrangler dev\` (default)
@@ -29,7 +32,8 @@ Where:
   --remote           the deployed database (wrangler must be logged in, or CLOUDFLARE_API_TOKEN set)
 
 Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key"} (shown once,
-only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]}.`;
+only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
+{"organization_id", "default_retention_days"}.`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -69,6 +73,7 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       password: { type: "string" },
       role: { type: "string" },
       user: { type: "string" },
+      days: { type: "string" },
       local: { type: "boolean" },
       remote: { type: "boolean" },
       "persist-to": { type: "string" },
@@ -100,6 +105,13 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
     }
     case "create-api-key":
       return createApiKeyCommand(uuidOption(values, "user"), target);
+    case "default-retention": {
+      const organizationId = uuidOption(values, "org");
+      const days = required(values, "days").trim();
+      if (days === "none") return setDefaultRetentionCommand(organizationId, null, target);
+      if (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 3650) throw new UsageError(`--days must be 1 to 3650 or none, got ${JSON.stringify(days)}`);
+      return setDefaultRetentionCommand(organizationId, Number(days), target);
+    }
     case "shards":
       return shardsReport(target) as unknown as Promise<Record<string, unknown>>;
     default:
