@@ -54,6 +54,6 @@ describe("search sort", () => {
         const seedStyle = evaluate(records, family, { sort: { name: column } }).map((r) => r.id);
         expect(await ids(family, { sort: { name: column } }), `${column} (sort.name, default ascending)`).toEqual(seedStyle);
       }
-    });
+    }, 60_000);
   }
 });

@@ -42,7 +42,12 @@ export interface DevServerOptions {
 }
 
 export function startDevServer(options: DevServerOptions): ChildProcess {
-  const args = ["dev", "--ip", LOOPBACK, "--port", String(options.port), "--show-interactive-dev-session=false"];
+  // --test-scheduled: GET /__scheduled runs the cron's maintenance and retention expiry by hand
+  // (README, "Scheduled maintenance"). Not /cdn-cgi/handler/scheduled: with static assets,
+  // wrangler 4.86's miniflare hands that event to the assets router, which has no scheduled
+  // handler (workers-sdk#9882, fixed after our pinned version); /__scheduled is in
+  // run_worker_first so that it reaches the worker.
+  const args = ["dev", "--ip", LOOPBACK, "--port", String(options.port), "--show-interactive-dev-session=false", "--test-scheduled"];
   if (options.persistTo) args.push("--persist-to", resolve(options.persistTo));
   for (const [name, value] of Object.entries(options.vars ?? {})) args.push("--var", `${name}:${value}`);
   return spawn(WRANGLER_BIN, args, { cwd: REPO_ROOT, env: wranglerEnv(), stdio: options.stdio ?? "inherit" });

@@ -3,7 +3,7 @@
  * database that holds records (the data shards and the catalog), purges what expired
  * (purge-expired.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
- * Locally: `curl "http://127.0.0.1:8787/cdn-cgi/handler/scheduled"` while `npm start` runs
+ * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (README, "Scheduled maintenance").
  */
 import { nowMicros } from "../db/client";

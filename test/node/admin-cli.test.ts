@@ -198,7 +198,7 @@ describe("admin command line", () => {
       expect(ingested.status).toBe(200);
       // The hourly maintenance records every database's size in the catalog (locally the command
       // line cannot measure them itself).
-      expect((await fetch(`${baseUrl}/cdn-cgi/handler/scheduled`)).status).toBe(200);
+      expect((await fetch(`${baseUrl}/__scheduled`)).status).toBe(200);
       const report = oneJsonObject(await admin("shards")) as unknown as { shards: { shard: string; size_bytes: number; records: Record<string, number>; projects: { id: string; name: string; state: string }[] }[] };
       expect(report.shards.map((s) => s.shard)).toEqual(["DB", "SHARD_0", "SHARD_1"]);
       for (const shard of report.shards) expect(shard.size_bytes).toBeGreaterThan(0);

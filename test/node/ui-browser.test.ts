@@ -103,7 +103,7 @@ describe("trace explorer", () => {
     await expect.poll(() => new URL(page.url()).pathname).toBe("/sign-in");
     await shot(page, "sign-in");
     await signInWithPassword(page, server.demo.email, server.demo.password!);
-    await page.getByRole("link", { name: /demo/ }).waitFor();
+    await page.getByRole("link", { name: /^demo\s/ }).waitFor();
     // Browser-side code is passed as text: this file is type-checked without the DOM's types.
     const stored = (await page.evaluate(`({ session: sessionStorage.getItem("trace-store.token"), local: localStorage.length })`)) as { session: string | null; local: number };
     expect(stored.session).toMatch(/^ey/);
@@ -124,7 +124,7 @@ describe("trace explorer", () => {
     await expect.poll(() => page.getByRole("alert").textContent()).toContain("Invalid API key");
 
     await signInWithKey(page, server.demo.api_key);
-    await page.getByRole("link", { name: /demo/ }).waitFor();
+    await page.getByRole("link", { name: /^demo\s/ }).waitFor();
 
     // A token the service no longer accepts (here: tampered) is a 401 on the next call.
     const target = runPath("traces");
@@ -139,7 +139,7 @@ describe("trace explorer", () => {
 
   it("browses to the demo run's traces: the API's records, columns from available_columns, the total", async () => {
     await signInWithPassword(admin, server.demo.email, server.demo.password!);
-    await admin.getByRole("link", { name: /demo/ }).click();
+    await admin.getByRole("link", { name: /^demo\s/ }).click();
     await admin.getByRole("link", { name: /default/ }).click();
     await waitForRows(admin, 7);
     expect(await rowIds(admin)).toEqual(await searchIds("traces", {}));
@@ -345,7 +345,7 @@ describe("trace explorer", () => {
     const page = await newPage();
     await page.goto("/");
     await signInWithKey(page, server.demo.api_key);
-    await page.getByRole("link", { name: /demo/ }).waitFor();
+    await page.getByRole("link", { name: /^demo\s/ }).waitFor();
     // The service's answers are replaced here: neither can be provoked on demand.
     await page.route("**/v2/projects", (route) =>
       route.fulfill({ status: 429, headers: { "retry-after": "7", "content-type": "application/json" }, body: JSON.stringify({ detail: "Rate limit exceeded" }) }),
@@ -419,7 +419,7 @@ describe("trace explorer", () => {
     const page = await newPage();
     await page.goto("/");
     await signInWithKey(page, server.demo.api_key);
-    await page.getByRole("link", { name: /demo/ }).waitFor();
+    await page.getByRole("link", { name: /^demo\s/ }).waitFor();
     const timings: number[] = [];
     for (let attempt = 0; attempt < 7; attempt++) {
       await page.goto(`/projects/${server.demo.project_id}/log_streams/${run.body.id}/traces?size=100`);
