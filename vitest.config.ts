@@ -41,6 +41,8 @@ export default defineConfig(async () => {
                 // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
                 queueConsumers: {
                   "trace-store-deletions": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
+                  // Moves likewise: a move whose message fails twice is paused within seconds.
+                  "trace-store-moves": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-moves-dlq" },
                 },
               },
             }),

@@ -6,9 +6,10 @@
  *   npm run bench -- ingest            ingestion throughput (issue 5)
  *   npm run bench -- otlp              OpenTelemetry intake (OTLP protobuf) against native ingestion (issue 12)
  *   npm run bench -- load              two organizations, one abusive, against wrangler dev (issue 9)
+ *   npm run bench -- shards            scale-out: sharded against one database, isolation, capacity, moves (issue 10)
  *   npm run bench -- storage           bytes per record, per table and index, before/after the storage
  *                                      migration, with search and ingestion against both (issue 11)
- *   npm run bench -- all               search, deletion, ingest, otlp and load, one after the other
+ *   npm run bench -- all               all six above but storage, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
@@ -28,9 +29,10 @@ import { runOtlpBench } from "./otlp/otlp-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
+import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "storage", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "shards", "storage", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -99,6 +101,7 @@ async function main(): Promise<void> {
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
+  if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
   if (bench === "storage") {
     // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
     // about 3 GB and several minutes per side; the bytes per record hardly move with the size.

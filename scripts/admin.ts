@@ -10,9 +10,12 @@
  *   npm run --silent admin -- create-api-key --user <user_id>
  *   npm run --silent admin -- shards
  *   npm run --silent admin -- default-retention --org <organization_id> --days 90|none
+ *   npm run --silent admin -- move-project --project <project_id> --to SHARD_1 [--wait]
+ *   npm run --silent admin -- move-status --project <project_id>
  */
 import { parseArgs } from "node:util";
 import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role, setDefaultRetentionCommand } from "./lib/admin-commands";
+import { moveProjectCommand, moveStatusCommand } from "./lib/move-commands";
 import { shardsReport } from "./lib/shard-report";
 import { type D1Target, WranglerError } from "./lib/wrangler";
 
@@ -25,6 +28,10 @@ Commands:
   shards          each database's size, records and projects (docs/sharding.md)
   default-retention --org ORGANIZATION_ID --days DAYS|none
                   the retention new projects of the organization take (docs/retention.md)
+  move-project    --project PROJECT_ID --to SHARD [--wait] [--timeout SECONDS] [--url URL]
+                  moves the project's records to another shard while the service runs
+                  (docs/sharding.md, "Moving a project"); again on a paused move: resumes it
+  move-status     --project PROJECT_ID | --move MOVE_ID   a move's phase and progress
 
 Where:
   --local            the local database of \`npm start\` / \`wrangler dev\` (default)
@@ -33,7 +40,12 @@ Where:
 
 Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key"} (shown once,
 only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
-{"organization_id", "default_retention_days"}.`;
+{"organization_id", "default_retention_days"} (default-retention),
+{"move_id", "phase", "status", "progress", ...} (move-project, move-status).
+
+move-project --url: the local worker to start the move at once (default http://127.0.0.1:8787,
+npm start's address); deployed, the worker's minutely cron starts it. --wait: poll until the move
+is over (at most --timeout seconds, default 3600).`;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -74,6 +86,12 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       role: { type: "string" },
       user: { type: "string" },
       days: { type: "string" },
+      project: { type: "string" },
+      move: { type: "string" },
+      to: { type: "string" },
+      url: { type: "string" },
+      wait: { type: "boolean" },
+      timeout: { type: "string" },
       local: { type: "boolean" },
       remote: { type: "boolean" },
       "persist-to": { type: "string" },
@@ -114,6 +132,19 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
     }
     case "shards":
       return shardsReport(target) as unknown as Promise<Record<string, unknown>>;
+    case "move-project": {
+      const projectId = uuidOption(values, "project");
+      const to = required(values, "to").trim();
+      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(to)) throw new UsageError(`--to must be a D1 binding name such as SHARD_1, got ${JSON.stringify(to)}`);
+      const timeout = values.timeout === undefined ? 3600 : Number(values.timeout);
+      if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+      const url = typeof values.url === "string" ? values.url.replace(/\/+$/, "") : "http://127.0.0.1:8787";
+      return moveProjectCommand({ projectId, to, url, wait: values.wait === true, timeoutSeconds: timeout }, target);
+    }
+    case "move-status": {
+      if (values.move !== undefined) return moveStatusCommand({ moveId: uuidOption(values, "move") }, target);
+      return moveStatusCommand({ projectId: uuidOption(values, "project") }, target);
+    }
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

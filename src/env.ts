@@ -12,6 +12,13 @@ export interface DeletionMessage {
   shard?: string;
 }
 
+/** A message of the move queue (src/shards/moves/move-queue.ts): advance this move. */
+export interface MoveMessage {
+  moveId: string;
+  /** The move's message_seq when this message was sent: a message of an older seq is a stale duplicate. */
+  seq: number;
+}
+
 declare global {
   namespace Cloudflare {
     interface Env {
@@ -27,6 +34,8 @@ declare global {
       /** Ingest into a project whose shard is at or above this size (bytes) is a 507. Default 9.5 GB. */
       SHARD_HARD_LIMIT_BYTES?: string;
       DELETION_QUEUE: Queue<DeletionMessage>;
+      /** Moves of projects between shards (docs/sharding.md, "Moving a project"). */
+      MOVE_QUEUE: Queue<MoveMessage>;
       /** HS256 secret for bearer tokens. */
       TOKEN_SECRET: string;
       /** Bearer token lifetime in seconds (default one day). */

@@ -1,7 +1,9 @@
 import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
-import type { DeletionMessage, Env } from "./env";
+import type { DeletionMessage, Env, MoveMessage } from "./env";
 import { runScheduledMaintenance } from "./maintenance/scheduled";
+import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
+import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
 
 // Durable Object classes of the limits (wrangler.toml [[durable_objects.bindings]]).
 export { PasswordGuard } from "./limits/password-guard";
@@ -21,6 +23,12 @@ function withDefaultContentType(request: Request): Request {
 
 export default {
   fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
-  queue: (batch, env) => handleDeletionQueue(batch, env),
-  scheduled: (controller, env, ctx) => ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime)),
-} satisfies ExportedHandler<Env, DeletionMessage>;
+  queue: (batch, env) =>
+    isMoveQueue(batch.queue) ? handleMoveQueue(batch as MessageBatch<MoveMessage>, env) : handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env),
+  scheduled: (controller, env, ctx) => {
+    // Every cron run gives new, resumed and stalled project moves their message; the minutely
+    // cron exists for that alone, the others run the maintenance too.
+    ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
+    if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
+  },
+} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage>;

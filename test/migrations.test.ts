@@ -62,6 +62,13 @@ describe("0005: record ids per project, side rows by rid", () => {
     expect((await db.prepare("SELECT count(*) AS n FROM record_tags").first<{ n: number }>())!.n).toBe(0);
     const triggers = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string }>()).results;
     expect(triggers.map((t) => t.name)).toEqual([
+      "record_patches_changes_while_exporting_delete",
+      "record_patches_changes_while_exporting_insert",
+      "record_patches_changes_while_exporting_update",
+      "record_patches_project_on_shard_insert",
+      "record_patches_project_on_shard_update",
+      "record_tombstones_changes_while_exporting_delete",
+      "record_tombstones_changes_while_exporting_insert",
       "records_changes_while_exporting_delete",
       "records_changes_while_exporting_insert",
       "records_changes_while_exporting_update",

@@ -83,10 +83,13 @@ export interface StartOptions {
   readyTimeoutMs?: number;
   /** Loopback port to listen on (default: one the kernel hands out), and the inspector's next to it. */
   port?: number;
+  /** Serve GET /__scheduled (wrangler dev --test-scheduled): runs the worker's cron handler. */
+  testScheduled?: boolean;
 }
 
 export async function startDevServer(options: StartOptions): Promise<DevServer> {
-  const entry = process.env.BENCH_UNFROZEN ? undefined : bundled(options.config);
+  // --test-scheduled works on a worker wrangler bundles itself (it adds the route then).
+  const entry = process.env.BENCH_UNFROZEN || options.testScheduled ? undefined : bundled(options.config);
   const port = options.port ?? (await freePort());
   const inspectorPort = options.port === undefined ? await freePort() : options.port + 1;
   const logDir = path.join(DATA_DIR, "logs");
@@ -103,6 +106,7 @@ export async function startDevServer(options: StartOptions): Promise<DevServer> 
     "--persist-to", options.persistTo,
     "--show-interactive-dev-session=false",
     "--log-level", process.env.BENCH_WRANGLER_LOG_LEVEL ?? "warn",
+    ...(options.testScheduled ? ["--test-scheduled"] : []),
   ];
   for (const [key, value] of Object.entries(options.vars ?? {})) args.push("--var", `${key}:${value}`);
   const child = spawn(WRANGLER, args, {

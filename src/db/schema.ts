@@ -395,7 +395,7 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
  * The projects whose records a database holds, and in what state (every data shard has this
  * table, and so does the catalog, which can serve as a shard). Records of a project may only be
  * written while it is `active`, `exporting` or `importing` here (trigger
- * `records_project_on_shard`). During a move (src/moves) the source is `exporting` (writable,
+ * `records_project_on_shard`). During a move (src/shards/moves) the source is `exporting` (writable,
  * every change logged in `shard_project_changes`), then `frozen` (readable, not writable), then
  * `gone` (neither, while its copy is deleted); the target is `importing` until it is `active`.
  * A worker whose routing cache is stale finds out from here, on the shard itself, and re-routes.
@@ -411,14 +411,18 @@ export const shardProjects = sqliteTable("shard_projects", {
 });
 
 /**
- * Ids of a project's records changed while the project is being moved off this database (state
- * `exporting`), written by triggers on `records`: the move copies them again (src/moves).
+ * Ids of a project's records (and of their held updates and tombstones) changed while the project
+ * is being moved off this database (states `exporting` and `frozen`), written by triggers on
+ * `records`, `record_patches` and `record_tombstones`: the move copies them again
+ * (src/shards/moves). `version` grows with every change of the id, so the move forgets an entry
+ * only if it did not change again after the move read it.
  */
 export const shardProjectChanges = sqliteTable(
   "shard_project_changes",
   {
     projectId: text("project_id").notNull(),
     recordId: text("record_id").notNull(),
+    version: integer("version").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.recordId] })],
 );
@@ -485,4 +489,52 @@ export const orgJobShards = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.jobId, t.shard] })],
+);
+
+export const MOVE_PHASES = ["queued", "copying", "catching_up", "frozen", "cleanup", "completed", "failed"] as const;
+export type MovePhase = (typeof MOVE_PHASES)[number];
+
+/**
+ * Moves of a project's records from one database to another (docs/sharding.md, "Moving a
+ * project"; src/shards/moves). The row is the whole state of a move: its phase, the step within
+ * the phase and that step's keyset cursor, its progress. Queue messages only say "advance move
+ * X" (with `message_seq`, so that a stale duplicate does nothing). One open move per project.
+ */
+export const projectMoves = sqliteTable(
+  "project_moves",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id),
+    organizationId: text("organization_id").notNull(),
+    /** Binding names of the databases the records move from and to. */
+    source: text("source").notNull(),
+    target: text("target").notNull(),
+    phase: text("phase", { enum: MOVE_PHASES }).notNull(),
+    /** `running`, or `paused` after repeated failures (running the admin command again resumes it). */
+    status: text("status", { enum: ["running", "paused"] }).notNull().default("running"),
+    /** The step within the phase (runs, records, patches, tombstones, drain, verify, switch, ...). */
+    step: text("step"),
+    /** The step's keyset cursor (the last key done), "" at its start. */
+    cursor: text("cursor").notNull().default(""),
+    /** Records of the project on the source when the move started. */
+    recordsTotal: integer("records_total"),
+    recordsCopied: integer("records_copied").notNull().default(0),
+    changesReplayed: integer("changes_replayed").notNull().default(0),
+    oldRecordsDeleted: integer("old_records_deleted").notNull().default(0),
+    /** JSON: what the verification counted on both sides ({sessions, traces, spans, runs, ...}). */
+    verified: text("verified"),
+    errorMessage: text("error_message"),
+    messageSeq: integer("message_seq").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+    /** Last progress (microseconds); 0 asks the scheduled watchdog for a message at once. */
+    updatedAt: integer("updated_at").notNull(),
+    switchedAt: integer("switched_at"),
+    finishedAt: integer("finished_at"),
+  },
+  (t) => [
+    uniqueIndex("project_moves_open").on(t.projectId).where(sql`phase NOT IN ('completed', 'failed')`),
+    index("project_moves_project").on(t.projectId, t.createdAt),
+  ],
 );

@@ -207,5 +207,44 @@ describe("admin command line", () => {
       expect(home.projects.find((p) => p.id === project.id)).toMatchObject({ name: "reported", state: "active" });
       expect(home.records).toMatchObject({ traces: 1, spans: 2 });
     });
+
+    it("move-project moves a project's records while the service runs, and move-status shows the move", async () => {
+      const headers = { "Service-API-Key": apiKey, "content-type": "application/json" };
+      const project = (await (await fetch(`${baseUrl}/v2/projects`, { method: "POST", headers, body: JSON.stringify({ name: "moving" }) })).json()) as { id: string };
+      const stream = (await (await fetch(`${baseUrl}/v2/projects/${project.id}/log_streams`, { method: "POST", headers, body: JSON.stringify({ name: "default" }) })).json()) as { id: string };
+      const traces = Array.from({ length: 30 }, (_, i) => ({ name: `t${i}`, user_metadata: { i: String(i) }, tags: ["moved"], spans: [{ type: "llm", name: `s${i}` }] }));
+      expect((await fetch(`${baseUrl}/v2/projects/${project.id}/traces`, { method: "POST", headers, body: JSON.stringify({ log_stream_id: stream.id, traces }) })).status).toBe(200);
+      const search = async () => {
+        const answer = await fetch(`${baseUrl}/v2/projects/${project.id}/traces/partial_search`, { method: "POST", headers, body: JSON.stringify({ log_stream_id: stream.id, limit: 100 }) });
+        expect(answer.status).toBe(200);
+        return ((await answer.json()) as { records: { name: string }[] }).records.map((r) => r.name).sort();
+      };
+      const before = await search();
+      const [placed] = await executeD1(`SELECT shard FROM projects WHERE id = '${project.id}'`, { remote: false, persistTo });
+      const from = String(placed!.results[0]!.shard);
+      const to = from === "SHARD_0" ? "SHARD_1" : "SHARD_0";
+
+      const moved = oneJsonObject(await admin("move-project", "--project", project.id, "--to", to, "--url", baseUrl, "--wait", "--timeout", "120")) as unknown as Record<string, any>;
+      expect(moved).toMatchObject({ project_id: project.id, source: from, target: to, phase: "completed", status: "running", error_message: null, resumed: false });
+      expect(moved.started).toMatch(/started by the worker/);
+      expect(moved.progress).toMatchObject({ records_total: 60, records_copied: 60, old_records_deleted: 60 });
+      expect(moved.verified).toMatchObject({ source: { traces: 30, spans: 30 }, target: { traces: 30, spans: 30 } });
+      expect(await search()).toEqual(before);
+      const [after] = await executeD1(`SELECT shard FROM projects WHERE id = '${project.id}'`, { remote: false, persistTo });
+      expect(after!.results[0]!.shard).toBe(to);
+
+      const status = oneJsonObject(await admin("move-status", "--project", project.id)) as unknown as Record<string, unknown>;
+      expect(status).toMatchObject({ move_id: moved.move_id, phase: "completed" });
+      // Ingest goes on, on the new shard.
+      expect((await fetch(`${baseUrl}/v2/projects/${project.id}/traces`, { method: "POST", headers, body: JSON.stringify({ log_stream_id: stream.id, traces: [{ name: "later" }] }) })).status).toBe(200);
+      expect(await search()).toContain("later");
+
+      expectFailure(await admin("move-project", "--project", project.id, "--to", to, "--url", baseUrl), 1, new RegExp(`already on ${to}`));
+      expectFailure(await admin("move-project", "--project", project.id, "--to", "SHARD_7", "--url", baseUrl), 1, /unknown shard "SHARD_7"/);
+      expectFailure(await admin("move-project", "--project", UNKNOWN, "--to", from, "--url", baseUrl), 1, new RegExp(`project ${UNKNOWN} not found`));
+      expectFailure(await admin("move-project", "--project", project.id, "--to", "no such; shard"), 2, /--to must be a D1 binding name/);
+      expectFailure(await admin("move-project", "--to", from), 2, /--project is required/);
+      expectFailure(await admin("move-status", "--project", UNKNOWN), 1, /has never been moved/);
+    });
   });
 });

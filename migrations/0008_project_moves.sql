@@ -1,0 +1,117 @@
+CREATE TABLE `project_moves` (
+	`id` text PRIMARY KEY NOT NULL,
+	`project_id` text NOT NULL,
+	`organization_id` text NOT NULL,
+	`source` text NOT NULL,
+	`target` text NOT NULL,
+	`phase` text NOT NULL,
+	`status` text DEFAULT 'running' NOT NULL,
+	`step` text,
+	`cursor` text DEFAULT '' NOT NULL,
+	`records_total` integer,
+	`records_copied` integer DEFAULT 0 NOT NULL,
+	`changes_replayed` integer DEFAULT 0 NOT NULL,
+	`old_records_deleted` integer DEFAULT 0 NOT NULL,
+	`verified` text,
+	`error_message` text,
+	`message_seq` integer DEFAULT 0 NOT NULL,
+	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL,
+	`switched_at` integer,
+	`finished_at` integer,
+	FOREIGN KEY (`project_id`) REFERENCES `projects`(`id`) ON UPDATE no action ON DELETE no action
+);
+--> statement-breakpoint
+CREATE UNIQUE INDEX `project_moves_open` ON `project_moves` (`project_id`) WHERE phase NOT IN ('completed', 'failed');--> statement-breakpoint
+CREATE INDEX `project_moves_project` ON `project_moves` (`project_id`,`created_at`);--> statement-breakpoint
+ALTER TABLE `shard_project_changes` ADD `version` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+-- Moves (docs/sharding.md, "Moving a project"; src/shards/moves). While a project is being moved
+-- off this database (state `exporting`, then `frozen`), every change of its records, held
+-- updates and tombstones is logged in `shard_project_changes`, its version bumped, so the move
+-- copies the id again; deletions go on while the project is frozen, so those are logged too.
+DROP TRIGGER `records_changes_while_exporting_insert`;
+--> statement-breakpoint
+DROP TRIGGER `records_changes_while_exporting_update`;
+--> statement-breakpoint
+DROP TRIGGER `records_changes_while_exporting_delete`;
+--> statement-breakpoint
+CREATE TRIGGER `records_changes_while_exporting_insert`
+AFTER INSERT ON `records`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = NEW.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (NEW.`project_id`, NEW.`id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+CREATE TRIGGER `records_changes_while_exporting_update`
+AFTER UPDATE ON `records`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = NEW.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (NEW.`project_id`, NEW.`id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+CREATE TRIGGER `records_changes_while_exporting_delete`
+AFTER DELETE ON `records`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = OLD.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (OLD.`project_id`, OLD.`id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+CREATE TRIGGER `record_patches_changes_while_exporting_insert`
+AFTER INSERT ON `record_patches`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = NEW.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (NEW.`project_id`, NEW.`record_id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+CREATE TRIGGER `record_patches_changes_while_exporting_update`
+AFTER UPDATE ON `record_patches`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = NEW.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (NEW.`project_id`, NEW.`record_id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+CREATE TRIGGER `record_patches_changes_while_exporting_delete`
+AFTER DELETE ON `record_patches`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = OLD.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (OLD.`project_id`, OLD.`record_id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+CREATE TRIGGER `record_tombstones_changes_while_exporting_insert`
+AFTER INSERT ON `record_tombstones`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = NEW.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (NEW.`project_id`, NEW.`record_id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+CREATE TRIGGER `record_tombstones_changes_while_exporting_delete`
+AFTER DELETE ON `record_tombstones`
+WHEN (SELECT `state` FROM `shard_projects` WHERE `project_id` = OLD.`project_id`) IN ('exporting', 'frozen')
+BEGIN
+  INSERT INTO `shard_project_changes` (`project_id`, `record_id`, `version`) VALUES (OLD.`project_id`, OLD.`record_id`, 1)
+  ON CONFLICT (`project_id`, `record_id`) DO UPDATE SET `version` = `version` + 1;
+END;
+--> statement-breakpoint
+-- Held updates, like records, are written only for a project this database holds for writing:
+-- an update sent with a stale route to a frozen or given-away copy is refused and re-routed,
+-- never held where nobody will read it.
+CREATE TRIGGER `record_patches_project_on_shard_insert`
+BEFORE INSERT ON `record_patches`
+WHEN NOT EXISTS (SELECT 1 FROM `shard_projects` WHERE `project_id` = NEW.`project_id` AND `state` IN ('active', 'exporting', 'importing'))
+BEGIN
+  SELECT RAISE(ABORT, 'project_not_on_shard');
+END;
+--> statement-breakpoint
+CREATE TRIGGER `record_patches_project_on_shard_update`
+BEFORE UPDATE ON `record_patches`
+WHEN NOT EXISTS (SELECT 1 FROM `shard_projects` WHERE `project_id` = NEW.`project_id` AND `state` IN ('active', 'exporting', 'importing'))
+BEGIN
+  SELECT RAISE(ABORT, 'project_not_on_shard');
+END;
