@@ -7,13 +7,16 @@
  *   npm run bench -- otlp              OpenTelemetry intake (OTLP protobuf) against native ingestion (issue 12)
  *   npm run bench -- load              two organizations, one abusive, against wrangler dev (issue 9)
  *   npm run bench -- shards            scale-out: sharded against one database, isolation, capacity, moves (issue 10)
- *   npm run bench -- all               all six, one after the other
+ *   npm run bench -- storage           bytes per record, per table and index, before/after the storage
+ *                                      migration, with search and ingestion against both (issue 11)
+ *   npm run bench -- all               all six above but storage, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
  * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion; verify: 2000), --seed 1,
- * --shapes first-page,tag (search), --seconds 75 (load: each phase), --port 8890 (load: the server's
- * loopback port, the inspector's next to it), --quick (few samples: to try the harness, not for figures).
+ * --shapes first-page,tag (search, storage), --seconds 75 (load: each phase), --port 8890 (load: the
+ * server's loopback port, the inspector's next to it), --baseline <git ref> and --bytes-only (storage;
+ * its --size defaults to 100000), --quick (few samples: to try the harness, not for figures).
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
  */
@@ -27,15 +30,20 @@ import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
+import { runStorageBench } from "./storage/storage-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "shards", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "shards", "storage", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
   bench: Bench;
   sizes: number[];
   size: number;
+  /** --size was given (the storage bench's default size differs from the deletion bench's). */
+  sizeGiven: boolean;
   seed: number;
+  baseline?: string;
+  bytesOnly: boolean;
   quick: boolean;
   shapes: string[];
   seconds: number | undefined;
@@ -49,9 +57,10 @@ function positiveInteger(text: string, flag: string): number {
 }
 
 const DEFAULT_SIZE = 1_000_000;
+const STORAGE_DEFAULT_SIZE = 100_000;
 
 function parseArguments(argv: string[]): Options {
-  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, seed: 1, quick: false, shapes: [], seconds: undefined, port: undefined };
+  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, sizeGiven: false, seed: 1, bytesOnly: false, quick: false, shapes: [], seconds: undefined, port: undefined };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;
     const value = () => {
@@ -62,13 +71,17 @@ function parseArguments(argv: string[]): Options {
     };
     if ((BENCHES as readonly string[]).includes(arg)) options.bench = arg as Bench;
     else if (arg === "--sizes") options.sizes = value().split(",").map((s) => positiveInteger(s, "--sizes"));
-    else if (arg === "--size") options.size = positiveInteger(value(), "--size");
+    else if (arg === "--size") {
+      options.size = positiveInteger(value(), "--size");
+      options.sizeGiven = true;
+    } else if (arg === "--baseline") options.baseline = value();
+    else if (arg === "--bytes-only") options.bytesOnly = true;
     else if (arg === "--seed") options.seed = positiveInteger(value(), "--seed");
     else if (arg === "--shapes") options.shapes = value().split(",").filter(Boolean);
     else if (arg === "--quick") options.quick = true;
     else if (arg === "--seconds") options.seconds = positiveInteger(value(), "--seconds");
     else if (arg === "--port") options.port = positiveInteger(value(), "--port");
-    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --quick`);
+    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --baseline, --bytes-only, --quick`);
   }
   return options;
 }
@@ -89,6 +102,12 @@ async function main(): Promise<void> {
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
+  if (bench === "storage") {
+    // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
+    // about 3 GB and several minutes per side; the bytes per record hardly move with the size.
+    const size = options.sizeGiven ? options.size : STORAGE_DEFAULT_SIZE;
+    await runStorageBench({ size, seed: options.seed, baseline: options.baseline, quick: options.quick, shapes: options.shapes, bytesOnly: options.bytesOnly });
+  }
   console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

@@ -9,11 +9,12 @@
  *   npm run --silent admin -- create-user --org <organization_id> --email a@b.c --password <pw> --role admin
  *   npm run --silent admin -- create-api-key --user <user_id>
  *   npm run --silent admin -- shards
+ *   npm run --silent admin -- default-retention --org <organization_id> --days 90|none
  *   npm run --silent admin -- move-project --project <project_id> --to SHARD_1 [--wait]
  *   npm run --silent admin -- move-status --project <project_id>
  */
 import { parseArgs } from "node:util";
-import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role } from "./lib/admin-commands";
+import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role, setDefaultRetentionCommand } from "./lib/admin-commands";
 import { moveProjectCommand, moveStatusCommand } from "./lib/move-commands";
 import { shardsReport } from "./lib/shard-report";
 import { type D1Target, WranglerError } from "./lib/wrangler";
@@ -25,6 +26,8 @@ Commands:
   create-user     --org ORGANIZATION_ID --email EMAIL --password PASSWORD --role admin|member
   create-api-key  --user USER_ID
   shards          each database's size, records and projects (docs/sharding.md)
+  default-retention --org ORGANIZATION_ID --days DAYS|none
+                  the retention new projects of the organization take (docs/retention.md)
   move-project    --project PROJECT_ID --to SHARD [--wait] [--timeout SECONDS] [--url URL]
                   moves the project's records to another shard while the service runs
                   (docs/sharding.md, "Moving a project"); again on a paused move: resumes it
@@ -37,6 +40,7 @@ Where:
 
 Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key"} (shown once,
 only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
+{"organization_id", "default_retention_days"} (default-retention),
 {"move_id", "phase", "status", "progress", ...} (move-project, move-status).
 
 move-project --url: the local worker to start the move at once (default http://127.0.0.1:8787,
@@ -81,6 +85,7 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       password: { type: "string" },
       role: { type: "string" },
       user: { type: "string" },
+      days: { type: "string" },
       project: { type: "string" },
       move: { type: "string" },
       to: { type: "string" },
@@ -118,6 +123,13 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
     }
     case "create-api-key":
       return createApiKeyCommand(uuidOption(values, "user"), target);
+    case "default-retention": {
+      const organizationId = uuidOption(values, "org");
+      const days = required(values, "days").trim();
+      if (days === "none") return setDefaultRetentionCommand(organizationId, null, target);
+      if (!/^\d+$/.test(days) || Number(days) < 1 || Number(days) > 3650) throw new UsageError(`--days must be 1 to 3650 or none, got ${JSON.stringify(days)}`);
+      return setDefaultRetentionCommand(organizationId, Number(days), target);
+    }
     case "shards":
       return shardsReport(target) as unknown as Promise<Record<string, unknown>>;
     case "move-project": {

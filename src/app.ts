@@ -15,6 +15,7 @@ import { registerIngest } from "./ingest/ingest-routes";
 import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
+import { registerProjectUsage } from "./projects/project-usage";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
 import { registerCounts } from "./search/count-handler";
@@ -36,6 +37,7 @@ function protectedRoutes() {
   router.use("*", organizationRate);
   registerCurrentUser(router);
   registerProjects(router);
+  registerProjectUsage(router);
   registerRuns(router);
   registerIngest(router);
   registerStreamingIngest(router);

@@ -345,8 +345,12 @@ function requestOf(operation: Operation, own: Dataset, mode: "fuzz" | "valid" = 
     mode === "valid"
       ? fc.constantFrom("true", "false")
       : fc.oneof(fc.constantFrom("true", "false", "1", "0", "yes", "no", "", "maybe", "TRUE"), fc.constantFrom(...WORDS), fc.string({ maxLength: 8 }));
+  // A declared query parameter gets values of its own schema (an enum's members, an integer in
+  // range, a boolean), and, in the other modes, what clients get wrong besides.
+  const declaredQueryValue = (schema: JsonSchema) =>
+    mode === "valid" ? valueOf(schema, doc, vocabulary).map((v) => String(v)) : fc.oneof(valueOf(schema, doc, vocabulary).map((v) => String(v)), queryValue);
   const query = fc.tuple(
-    ...params.filter((p) => p.in === "query").map((p) => fc.option(queryValue.map((v) => [p.name, v] as [string, string]), { nil: undefined })),
+    ...params.filter((p) => p.in === "query").map((p) => fc.option(declaredQueryValue(p.schema).map((v) => [p.name, v] as [string, string]), { nil: undefined })),
     fc.option(fc.tuple(fc.constantFrom("project_id", "unknown", "__proto__", "limit"), queryValue), { nil: undefined }),
   );
   const extraHeaders = fc.record(

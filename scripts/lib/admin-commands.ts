@@ -65,3 +65,16 @@ export async function findUserByEmail(email: string, target: D1Target): Promise<
   const row = rows?.[0];
   return row ? { user_id: String(row.id), organization_id: String(row.organization_id) } : undefined;
 }
+
+/**
+ * The retention (days, or null: for ever) that the organization's new projects take when their
+ * creator names none (docs/retention.md). Existing projects keep theirs.
+ */
+export async function setDefaultRetentionCommand(organizationId: string, days: number | null, target: D1Target) {
+  const [updated] = await run(
+    [{ sql: "UPDATE organizations SET default_retention_days = ? WHERE id = ? RETURNING id, default_retention_days", params: [days, organizationId] }],
+    target,
+  );
+  if (updated?.length !== 1) throw new AdminError(`no organization ${organizationId}`);
+  return { organization_id: organizationId, default_retention_days: days };
+}

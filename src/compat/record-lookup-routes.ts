@@ -13,6 +13,8 @@ import type { RecordFamily } from "../columns/standard-columns";
 import { commonErrorResponses, ProjectIdParam, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
+import { nowMicros } from "../db/client";
+import { retentionCutoffMicros } from "../retention/retention-policy";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { shapeRecord, type StoredRow } from "../search/shape-record";
@@ -42,7 +44,8 @@ function fullRecordQuery(family: RecordFamily): SearchQuery {
 }
 
 // Primary-key lookup; the organization and project tests keep every tenant to its own records.
-const RECORD_BY_ID = "SELECT * FROM records WHERE id = ?1 AND organization_id = ?2 AND project_id = ?3 AND record_type = ?4";
+/** ?5: the project's retention cut-off (µs), or the smallest integer: an expired record is not shown, as in searches. */
+const RECORD_BY_ID = "SELECT * FROM records WHERE id = ?1 AND organization_id = ?2 AND project_id = ?3 AND record_type = ?4 AND created_at >= ?5";
 
 export function registerRecordLookups(app: Router): void {
   for (const { family, segment, idParam, label } of LOOKUPS) {
@@ -61,10 +64,11 @@ export function registerRecordLookups(app: Router): void {
       const params = c.req.valid("param") as Record<string, string>;
       const projectId = params.project_id!;
       // Only the project's shard is asked (one round trip): its state there, and the record.
-      const row = await onProjectShard(c, projectId, "read", async ({ db }) => {
+      const row = await onProjectShard(c, projectId, "read", async ({ db, route }) => {
+        const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros()) ?? Number.MIN_SAFE_INTEGER;
         const [state, found] = await db.batch<StoredRow>([
           projectStateStatement(db, projectId),
-          db.prepare(RECORD_BY_ID).bind(params[idParam], c.get("principal").organizationId, projectId, family),
+          db.prepare(RECORD_BY_ID).bind(params[idParam], c.get("principal").organizationId, projectId, family, cutoff),
         ]);
         if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
         return found?.results[0];

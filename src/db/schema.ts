@@ -38,6 +38,8 @@ export const organizations = sqliteTable("organizations", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   createdAt: integer("created_at").notNull(),
+  /** Retention (days) that new projects of the organization take when their creator names none; null: keep for ever. */
+  defaultRetentionDays: integer("default_retention_days"),
 });
 
 export const users = sqliteTable(
@@ -94,8 +96,17 @@ export const projects = sqliteTable(
      * database itself (projects created before sharding).
      */
     shard: text("shard"),
+    /**
+     * Days a record is kept after its created_at (1 to 3650); null: for ever. Searches hide what
+     * is older, and the hourly cron erases it (src/retention, docs/retention.md).
+     */
+    retentionDays: integer("retention_days"),
   },
-  (t) => [uniqueIndex("projects_organization_name").on(t.organizationId, t.name), index("projects_shard").on(t.shard)],
+  (t) => [
+    uniqueIndex("projects_organization_name").on(t.organizationId, t.name),
+    index("projects_shard").on(t.shard),
+    index("projects_retention").on(t.retentionDays).where(sql`retention_days IS NOT NULL`),
+  ],
 );
 
 /**
@@ -450,7 +461,11 @@ export const orgJobs = sqliteTable(
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
-  (t) => [index("org_jobs_organization").on(t.organizationId, t.createdAt)],
+  (t) => [
+    index("org_jobs_organization").on(t.organizationId, t.createdAt),
+    /** The cron's "does this organization still have an expiry running?" (src/retention/schedule-expiry.ts). */
+    index("org_jobs_active").on(t.jobName, t.organizationId).where(sql`status IN ('queued', 'running')`),
+  ],
 );
 
 /**

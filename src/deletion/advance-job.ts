@@ -71,7 +71,7 @@ export async function advanceJobPart(d1: D1Database, job: DeletionJob, budget: W
     before += removed;
     // A chunk of an active job always removes something while matches remain (see deletion-sql.ts):
     // if it did not, looping would spin for ever, so let the retry and dead-letter path decide.
-    if (removed <= 0) throw new Error(`deletion job ${job.id}: a chunk made no progress while matches remain`);
+    if (removed <= 0 && chunk.otherRowsRemoved <= 0) throw new Error(`deletion job ${job.id}: a chunk made no progress while matches remain`);
     deleted += removed;
     stats.deleted = deleted;
     await deletionTestSeam.afterChunk?.(job.id);

@@ -9,6 +9,7 @@ import type { JobStatus } from "../db/schema";
 import type { ChunkLimits } from "./deletion-budgets";
 import type { DeletionCounts, DeletionJob } from "./deletion-jobs";
 import { CHUNK_STATEMENTS, type ChunkValues } from "./deletion-sql";
+import { EXPIRY_CHUNK_STATEMENTS, type ExpiryChunkValues, PATCHES_REMOVED_INDEX, bindingsOf } from "./expiry-sql";
 
 export interface ChunkOutcome {
   /** The job after the chunk: `completed` when nothing matching is left. */
@@ -18,6 +19,8 @@ export interface ChunkOutcome {
    * counts the metadata, tag and metric rows removed by cascade.)
    */
   progress: DeletionCounts;
+  /** Rows removed that progress does not count (an expiry's held updates): progress all the same. */
+  otherRowsRemoved: number;
 }
 
 interface ProgressRow {
@@ -37,6 +40,7 @@ export function chunkStamp(): number {
 }
 
 export async function deleteChunk(d1: D1Database, job: DeletionJob, limits: ChunkLimits): Promise<ChunkOutcome> {
+  if (job.kind === "expiry") return expireChunk(d1, job, limits);
   const values: ChunkValues = {
     organizationId: job.organizationId,
     key: job.key,
@@ -51,8 +55,28 @@ export async function deleteChunk(d1: D1Database, job: DeletionJob, limits: Chun
   const results = await d1.batch(CHUNK_STATEMENTS.map((s) => d1.prepare(s.sql).bind(...s.params.map((name) => values[name]))));
   const row = results.at(-1)?.results[0] as ProgressRow | undefined;
   if (!row) throw new Error(`deletion job ${job.id} vanished during a chunk`);
+  return outcomeOf(row);
+}
+
+function outcomeOf(row: ProgressRow, otherRowsRemoved = 0): ChunkOutcome {
   return {
     status: row.status,
     progress: { sessions: row.sessions_deleted, traces: row.traces_deleted, spans: row.spans_deleted },
+    otherRowsRemoved,
   };
+}
+
+/**
+ * One chunk of a retention expiry (expiry-sql.ts): the job's projects and their cut-offs travel
+ * as one JSON parameter. Expired traces are looked at `roots` at a time, spans and held updates
+ * deleted `spans` at a time, as a deletion's chunk.
+ */
+async function expireChunk(d1: D1Database, job: Extract<DeletionJob, { kind: "expiry" }>, limits: ChunkLimits): Promise<ChunkOutcome> {
+  const targets = JSON.stringify(job.projects.map((p) => [p.project_id, p.cutoff]));
+  const values: ExpiryChunkValues = [targets, job.id, limits.roots, limits.spans, nowMicros()];
+  const results = await d1.batch(EXPIRY_CHUNK_STATEMENTS.map((sql) => d1.prepare(sql).bind(...bindingsOf(sql, values))));
+  const row = results.at(-1)?.results[0] as ProgressRow | undefined;
+  if (!row) throw new Error(`expiry job ${job.id} vanished during a chunk`);
+  const patches = Number((results[PATCHES_REMOVED_INDEX]?.results[0] as { patches_removed?: number } | undefined)?.patches_removed ?? 0);
+  return outcomeOf(row, patches);
 }

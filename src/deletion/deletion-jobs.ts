@@ -3,7 +3,7 @@
  * or for a worker, failing them, and their answer shape. The job row is the whole state of a
  * deletion (selector, status, progress): queue messages carry only its id.
  */
-import { and, eq, inArray } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import { database, microsToIso, nowMicros } from "../db/client";
 import type { BatchItem } from "drizzle-orm/batch";
 import { type JobStatus, orgJobShards, orgJobs } from "../db/schema";
@@ -11,6 +11,9 @@ import type { Env } from "../env";
 import { failShardPart, shardsOfOrganization } from "./job-parts";
 
 export const DELETE_BY_METADATA = "delete_by_metadata";
+/** Retention expiry (src/retention): created by the hourly cron, run by the same engine. */
+export const EXPIRE_RETENTION = "expire_retention";
+export const JOB_NAMES = [DELETE_BY_METADATA, EXPIRE_RETENTION] as const;
 
 /** Statuses in which a job still deletes; a completed or failed job never deletes again. */
 export const ACTIVE_STATUSES = ["queued", "running"] as const satisfies readonly JobStatus[];
@@ -21,15 +24,27 @@ export interface DeletionRequestData {
   immediate: boolean;
 }
 
-/** What a worker needs to advance a job. */
-export interface DeletionJob {
+/** A project an expiry job erases the old records of, and from when on it keeps them. */
+export interface ExpiringProject {
+  project_id: string;
+  retention_days: number;
+  /** created_at (microseconds) from which records are kept. */
+  cutoff: number;
+}
+
+export interface ExpiryRequestData {
+  projects: ExpiringProject[];
+}
+
+interface JobBase {
   id: string;
   organizationId: string;
-  key: string;
-  value: string;
   status: JobStatus;
   progress: DeletionCounts;
 }
+
+/** What a worker needs to advance a job: a deletion by metadata, or a retention expiry. */
+export type DeletionJob = (JobBase & { kind: "metadata"; key: string; value: string }) | (JobBase & { kind: "expiry"; projects: ExpiringProject[] });
 
 export interface DeletionCounts {
   sessions: number;
@@ -77,6 +92,30 @@ export async function organizationJob(d1: D1Database, organizationId: string, jo
   return row;
 }
 
+/**
+ * A page of the organization's jobs, newest first (`org_jobs_organization`: organization_id,
+ * created_at; the filters are checked on the rows it yields).
+ */
+export async function organizationJobs(
+  d1: D1Database,
+  organizationId: string,
+  page: { jobName?: string; status?: JobStatus; offset: number; limit: number },
+): Promise<OrgJobRow[]> {
+  return database(d1)
+    .select()
+    .from(orgJobs)
+    .where(
+      and(
+        eq(orgJobs.organizationId, organizationId),
+        page.jobName !== undefined ? eq(orgJobs.jobName, page.jobName) : undefined,
+        page.status !== undefined ? eq(orgJobs.status, page.status) : undefined,
+      ),
+    )
+    .orderBy(desc(orgJobs.createdAt), desc(orgJobs.id))
+    .limit(page.limit)
+    .offset(page.offset);
+}
+
 function parseRequestData(text: string): DeletionRequestData | undefined {
   try {
     const data = JSON.parse(text) as Partial<DeletionRequestData>;
@@ -87,25 +126,40 @@ function parseRequestData(text: string): DeletionRequestData | undefined {
   }
 }
 
+function parseExpiryData(text: string): ExpiryRequestData | undefined {
+  try {
+    const data = JSON.parse(text) as Partial<ExpiryRequestData>;
+    if (!Array.isArray(data.projects)) return undefined;
+    const valid = data.projects.every(
+      (p) => typeof p?.project_id === "string" && Number.isSafeInteger(p.cutoff) && Number.isSafeInteger(p.retention_days),
+    );
+    return valid ? { projects: data.projects } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The job a queue message names, or undefined when there is no such deletion job. */
 export async function deletionJobById(d1: D1Database, jobId: string): Promise<DeletionJob | undefined> {
   const [row] = await database(d1)
     .select()
     .from(orgJobs)
-    .where(and(eq(orgJobs.id, jobId), eq(orgJobs.jobName, DELETE_BY_METADATA)))
+    .where(and(eq(orgJobs.id, jobId), inArray(orgJobs.jobName, [...JOB_NAMES])))
     .limit(1);
   if (!row) return undefined;
   const progress = { sessions: row.sessionsDeleted, traces: row.tracesDeleted, spans: row.spansDeleted };
-  const request = parseRequestData(row.requestData);
+  const base = { id: row.id, organizationId: row.organizationId, progress };
+  const request = row.jobName === EXPIRE_RETENTION ? parseExpiryData(row.requestData) : parseRequestData(row.requestData);
   if (!request) {
     await database(d1)
       .update(orgJobs)
       .set({ status: "failed", errorMessage: "The job's request data is unreadable; nothing more will be deleted.", updatedAt: nowMicros() })
       .where(and(eq(orgJobs.id, row.id), inArray(orgJobs.status, [...ACTIVE_STATUSES])));
-    return { id: row.id, organizationId: row.organizationId, key: "", value: "", status: "failed", progress };
+    return { ...base, kind: "metadata", key: "", value: "", status: "failed" };
   }
+  if ("projects" in request) return { ...base, kind: "expiry", projects: request.projects, status: row.status };
   const { metadata_key: key, metadata_value: value } = request;
-  return { id: row.id, organizationId: row.organizationId, key, value, status: row.status, progress };
+  return { ...base, kind: "metadata", key, value, status: row.status };
 }
 
 /**
@@ -133,18 +187,28 @@ export async function failJob(env: Env, jobId: string, errorMessage: string): Pr
   await Promise.all(parts.map((part) => failShardPart(env, part.shard, { id: jobId, organizationId }).catch(() => undefined)));
 }
 
-export function jobAnswer(row: OrgJobRow) {
+function requestDataAnswer(row: OrgJobRow) {
+  if (row.jobName === EXPIRE_RETENTION) {
+    const request = parseExpiryData(row.requestData);
+    return {
+      projects: (request?.projects ?? []).map((p) => ({ project_id: p.project_id, retention_days: p.retention_days, cutoff: microsToIso(p.cutoff) })),
+    };
+  }
   const request = parseRequestData(row.requestData);
+  return {
+    metadata_key: request?.metadata_key ?? "",
+    metadata_value: request?.metadata_value ?? "",
+    immediate: request?.immediate ?? false,
+  };
+}
+
+export function jobAnswer(row: OrgJobRow) {
   return {
     id: row.id,
     organization_id: row.organizationId,
     job_name: row.jobName,
     status: row.status,
-    request_data: {
-      metadata_key: request?.metadata_key ?? "",
-      metadata_value: request?.metadata_value ?? "",
-      immediate: request?.immediate ?? false,
-    },
+    request_data: requestDataAnswer(row),
     error_message: row.errorMessage,
     created_by: row.createdBy,
     created_at: microsToIso(row.createdAt),

@@ -11,10 +11,12 @@ import { commonErrorResponses, ErrorDetail } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
 import { countDeletionSet } from "./count-deletion-set";
-import { describeCounts, jobAnswer, organizationJob } from "./deletion-jobs";
+import { describeCounts, jobAnswer, organizationJob, organizationJobs } from "./deletion-jobs";
 import {
   DeleteByMetadataQuery,
   JobIdParam,
+  ListOrgJobsQuery,
+  OrgJobList,
   OrgJob,
   OrgMetadataDeleteRequest,
   OrgMetadataDeleteResponse,
@@ -61,6 +63,22 @@ const getOrgJob = createRoute({
   request: { params: JobIdParam },
   responses: {
     200: { content: { "application/json": { schema: OrgJob } }, description: "The job" },
+    ...forbidden,
+    ...commonErrorResponses,
+  },
+});
+
+const listOrgJobs = createRoute({
+  method: "get",
+  path: "/org-jobs",
+  tags: ["Organization jobs"],
+  summary: "List the organization's jobs, newest first",
+  description:
+    "Deletion requests (`delete_by_metadata`) and retention expiries (`expire_retention`, created by the hourly cron for projects with `retention_days`), newest first, filtered by `job_name` and `status`, paginated by `starting_token` and `limit`. Admins only.",
+  middleware: [adminOnly] as const,
+  request: { query: ListOrgJobsQuery },
+  responses: {
+    200: { content: { "application/json": { schema: OrgJobList } }, description: "A page of jobs" },
     ...forbidden,
     ...commonErrorResponses,
   },
@@ -113,6 +131,14 @@ export function registerDeletion(app: Router): void {
       },
       200,
     );
+  });
+
+  app.openapi(listOrgJobs, async (c) => {
+    const { job_name, status, starting_token, limit } = c.req.valid("query");
+    const rows = await organizationJobs(c.env.DB, c.get("principal").organizationId, { jobName: job_name, status, offset: starting_token, limit: limit + 1 });
+    const paginated = rows.length > limit;
+    const jobs = rows.slice(0, limit).map(jobAnswer);
+    return c.json({ jobs, starting_token, limit, paginated, next_starting_token: paginated ? starting_token + jobs.length : null }, 200);
   });
 
   app.openapi(getOrgJob, async (c) => {

@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { JOB_STATUSES } from "../db/schema";
+import { JOB_NAMES } from "./deletion-jobs";
 import { queryBoolean, Uuid } from "../http/common-schemas";
 
 /** The seed's OrgMetadataDeleteRequest. Unknown keys are ignored (contract, section 1). */
@@ -41,13 +42,29 @@ export const JobIdParam = z.object({
   job_id: Uuid.openapi({ param: { name: "job_id", in: "path" } }),
 });
 
+const MetadataRequestData = z
+  .object({ metadata_key: z.string(), metadata_value: z.string(), immediate: z.boolean() })
+  .openapi("DeleteByMetadataRequestData");
+
+const ExpiryRequestData = z
+  .object({
+    projects: z.array(
+      z.object({
+        project_id: z.string(),
+        retention_days: z.number().int(),
+        cutoff: z.string().openapi({ format: "date-time", description: "Records created before this instant are erased." }),
+      }),
+    ),
+  })
+  .openapi("ExpireRetentionRequestData");
+
 export const OrgJob = z
   .object({
     id: z.string().uuid(),
     organization_id: z.string(),
-    job_name: z.string().openapi({ example: "delete_by_metadata" }),
+    job_name: z.string().openapi({ example: "delete_by_metadata", description: "`delete_by_metadata` (a deletion request) or `expire_retention` (the hourly retention expiry)." }),
     status: z.enum(JOB_STATUSES),
-    request_data: z.object({ metadata_key: z.string(), metadata_value: z.string(), immediate: z.boolean() }),
+    request_data: z.union([MetadataRequestData, ExpiryRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
     error_message: z.string().nullable(),
     created_by: z.string().openapi({ description: "The user who submitted the job." }),
     created_at: z.string().openapi({ format: "date-time" }),
@@ -59,3 +76,20 @@ export const OrgJob = z
     }),
   })
   .openapi("OrgJob");
+
+export const ListOrgJobsQuery = z.object({
+  job_name: z.enum(JOB_NAMES).optional().openapi({ description: "Only jobs of this kind." }),
+  status: z.enum(JOB_STATUSES).optional().openapi({ description: "Only jobs in this status." }),
+  starting_token: z.coerce.number().int().min(0).max(1_000_000).default(0).openapi({ description: "Zero-based offset of the page's first job." }),
+  limit: z.coerce.number().int().min(1).max(1000).default(100).openapi({ description: "Jobs per page (at most 1000)." }),
+});
+
+export const OrgJobList = z
+  .object({
+    jobs: z.array(OrgJob),
+    starting_token: z.number().int(),
+    limit: z.number().int(),
+    paginated: z.boolean().openapi({ description: "True when more jobs follow." }),
+    next_starting_token: z.number().int().nullable(),
+  })
+  .openapi("OrgJobList");

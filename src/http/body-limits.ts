@@ -41,6 +41,7 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, number> = new Map([
   ["POST /login/api_key", LOGIN],
   ["POST /v2/login/api_key", LOGIN],
   ["POST /v2/projects", SMALL],
+  ["PATCH /v2/projects/{project_id}", SMALL],
   ["POST /v2/projects/{project_id}/log_streams", SMALL],
   ["POST /v2/projects/{project_id}/experiments", SMALL],
   ["POST /v2/projects/{project_id}/traces", INGEST],

@@ -1,7 +1,8 @@
 /**
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
- * (purge-expired.ts), and records each shard's size in the catalog (placement reads it).
+ * (purge-expired.ts), records each shard's size in the catalog (placement reads it), and queues
+ * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
  * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (README, "Scheduled maintenance").
  */
@@ -9,6 +10,7 @@ import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { measureShardSizes } from "../shards/shard-sizes";
+import { scheduleExpiry } from "../retention/schedule-expiry";
 import { purgeExpired } from "./purge-expired";
 
 export async function runScheduledMaintenance(env: Env, scheduledTime: number = Date.now()): Promise<void> {
@@ -27,4 +29,13 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
     }
   }
   await measureShardSizes(env).catch((error) => console.error(`maintenance: could not measure the shards: ${error instanceof Error ? error.message : String(error)}`));
+  // Retention: queue the erasure of what is older than each project's retention (src/retention).
+  try {
+    const expiry = await scheduleExpiry(env, scheduledTime * 1000);
+    for (const job of expiry.jobs) {
+      console.log(`retention: organization ${job.organizationId}: ${job.projects} project(s) with expired records, job ${job.jobId} on ${job.shards.join(", ")}`);
+    }
+  } catch (error) {
+    console.error(`retention: the expiry run failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }

@@ -5,9 +5,9 @@
  * SDK races several): the catalog's unique index decides which insert wins, and every caller
  * registers what actually won, which the shard's INSERT OR IGNORE makes harmless to repeat.
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { database, nowMicros } from "../db/client";
-import { type RunKind, projects, runs } from "../db/schema";
+import { type RunKind, organizations, projects, runs } from "../db/schema";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
 import { rememberProjectRoute } from "../shards/project-routing";
@@ -23,11 +23,15 @@ const shardOf = (project: ProjectRow) => project.shard ?? CATALOG_SHARD;
 async function registerOnShard(env: Env, project: ProjectRow): Promise<void> {
   const shard = shardOf(project);
   await registerProjectStatement(shardDatabase(env, shard), { projectId: project.id, organizationId: project.organizationId }).run();
-  rememberProjectRoute({ projectId: project.id, organizationId: project.organizationId, projectName: project.name, shard });
+  rememberProjectRoute({ projectId: project.id, organizationId: project.organizationId, projectName: project.name, shard, retentionDays: project.retentionDays });
 }
 
-/** The organization's project of this name, created (and placed) if missing. */
-export async function ensureProject(env: Env, principal: Principal, name: string, type: string): Promise<ProjectRow> {
+/**
+ * The organization's project of this name, created (and placed) if missing. A new project keeps
+ * its records `retentionDays` days; undefined: the organization's default (null: for ever). An
+ * existing project is answered as it is (its retention is changed with PATCH).
+ */
+export async function ensureProject(env: Env, principal: Principal, name: string, type: string, retentionDays?: number | null): Promise<ProjectRow> {
   const db = database(env.DB);
   const byName = () => db.select().from(projects).where(and(eq(projects.organizationId, principal.organizationId), eq(projects.name, name))).limit(1);
   const [existing] = await byName();
@@ -37,7 +41,20 @@ export async function ensureProject(env: Env, principal: Principal, name: string
   const [, rows] = await db.batch([
     db
       .insert(projects)
-      .values({ id: crypto.randomUUID(), organizationId: principal.organizationId, name, type, createdBy: principal.userId, createdAt: now, updatedAt: now, shard })
+      .values({
+        id: crypto.randomUUID(),
+        organizationId: principal.organizationId,
+        name,
+        type,
+        createdBy: principal.userId,
+        createdAt: now,
+        updatedAt: now,
+        shard,
+        retentionDays:
+          retentionDays !== undefined
+            ? retentionDays
+            : sql`(SELECT ${organizations.defaultRetentionDays} FROM ${organizations} WHERE ${organizations.id} = ${principal.organizationId})`,
+      })
       .onConflictDoNothing({ target: [projects.organizationId, projects.name] }),
     byName(),
   ]);

@@ -46,7 +46,7 @@ export async function ensureNamedRun(env: Env, principal: Principal, target: Run
     target.projectId !== null
       ? await ownedProjectOrThrow(database(env.DB), principal, target.projectId)
       : await ensureProject(env, principal, target.projectName, "gen_ai");
-  rememberProjectRoute({ projectId: project.id, organizationId: project.organizationId, projectName: project.name, shard: project.shard ?? CATALOG_SHARD });
+  rememberProjectRoute({ projectId: project.id, organizationId: project.organizationId, projectName: project.name, shard: project.shard ?? CATALOG_SHARD, retentionDays: project.retentionDays });
   const run =
     target.experimentId !== null
       ? await experimentOf(env, project, target.experimentId)

@@ -12,6 +12,9 @@ export const ProjectSchema = z
     created_by: z.string().nullable(),
     permissions: z.array(z.any()),
     bookmark: z.boolean(),
+    retention_days: z.number().int().nullable().openapi({
+      description: "Days a record is kept after its created_at; null: for ever. Older records are hidden from searches at once and erased by the hourly expiry.",
+    }),
   })
   .openapi("Project");
 
@@ -38,6 +41,7 @@ export function projectShape(row: typeof projects.$inferSelect): z.infer<typeof 
     created_by: row.createdBy,
     permissions: [],
     bookmark: false,
+    retention_days: row.retentionDays,
   };
 }
 

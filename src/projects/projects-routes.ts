@@ -1,24 +1,57 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import { database } from "../db/client";
+import type { MiddlewareHandler } from "hono";
+import { requireAdmin } from "../auth/authenticate";
+import { database, nowMicros } from "../db/client";
 import { projects } from "../db/schema";
-import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import type { AppEnv } from "../http/app-env";
+import { commonErrorResponses, ErrorDetail, ProjectIdParam } from "../http/common-schemas";
+import { notFound } from "../http/errors";
+import { MAX_RETENTION_DAYS, MIN_RETENTION_DAYS } from "../retention/retention-policy";
+import { rememberProjectRoute } from "../shards/project-routing";
+import { CATALOG_SHARD } from "../shards/shard-config";
 import type { Router } from "../http/create-router";
 import { ProjectSchema, projectShape } from "./project-shapes";
 import { ensureProject } from "./create-project";
 import { ownedProjectOrThrow } from "./run-access";
+
+const forbidden = { 403: { content: { "application/json": { schema: ErrorDetail } }, description: "The caller is not an organization admin" } };
+
+/** Before body validation, so a member learns nothing but "not allowed". */
+const adminOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
+  requireAdmin(c.get("principal"));
+  await next();
+};
 
 const ListProjectsQuery = z.object({
   project_name: z.string().optional().openapi({ description: "Only the project with exactly this name." }),
   type: z.string().optional().openapi({ description: "Only projects of this type." }),
 });
 
+const RetentionDays = z
+  .number()
+  .int()
+  .min(MIN_RETENTION_DAYS)
+  .max(MAX_RETENTION_DAYS)
+  .nullable()
+  .openapi({
+    description: `Days records are kept after their created_at (${MIN_RETENTION_DAYS} to ${MAX_RETENTION_DAYS}), or null to keep them for ever. Older records are hidden from searches at once and erased by the hourly expiry (docs/retention.md). Admins only.`,
+    example: 90,
+  });
+
 const CreateProjectBody = z
   .object({
     name: z.string().min(1).max(256),
     type: z.string().min(1).max(64).default("gen_ai"),
+    retention_days: RetentionDays.optional().openapi({
+      description: "The new project's retention in days (admins only); absent: the organization's default, which is null (for ever) unless set. Ignored when the project already exists.",
+    }),
   })
   .openapi("CreateProjectRequest");
+
+const UpdateProjectBody = z
+  .object({ retention_days: RetentionDays })
+  .openapi("UpdateProjectRequest");
 
 const listProjects = createRoute({
   method: "get",
@@ -41,6 +74,7 @@ const createProject = createRoute({
   request: { body: { content: { "application/json": { schema: CreateProjectBody } }, required: true } },
   responses: {
     200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" },
+    ...forbidden,
     ...commonErrorResponses,
   },
 });
@@ -58,6 +92,22 @@ const listAllProjects = createRoute({
   request: { query: AllProjectsQuery },
   responses: {
     200: { content: { "application/json": { schema: z.array(ProjectSchema) } }, description: "Projects, oldest first" },
+    ...commonErrorResponses,
+  },
+});
+
+const updateProject = createRoute({
+  method: "patch",
+  path: "/projects/{project_id}",
+  tags: ["Projects"],
+  summary: "Change a project's retention",
+  description:
+    "Sets `retention_days` (1 to 3650, or null for \"keep for ever\"). A shorter retention hides the older records from searches at once (within five minutes on every edge location) and the next hourly expiry erases them; a longer one or null stops hiding what has not been erased yet. Admins only.",
+  middleware: [adminOnly] as const,
+  request: { params: ProjectIdParam, body: { content: { "application/json": { schema: UpdateProjectBody } }, required: true } },
+  responses: {
+    200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project, changed" },
+    ...forbidden,
     ...commonErrorResponses,
   },
 });
@@ -94,8 +144,11 @@ export function registerProjects(app: Router): void {
   });
 
   app.openapi(createProject, async (c) => {
-    const { name, type } = c.req.valid("json");
-    return c.json(projectShape(await ensureProject(c.env, c.get("principal"), name, type)), 200);
+    const { name, type, retention_days } = c.req.valid("json");
+    const principal = c.get("principal");
+    // How long data is kept is an admin's decision, as with PATCH.
+    if (retention_days !== undefined) requireAdmin(principal);
+    return c.json(projectShape(await ensureProject(c.env, principal, name, type, retention_days)), 200);
   });
 
   // Before `/projects/{project_id}`: "all" is not a project id.
@@ -108,6 +161,21 @@ export function registerProjects(app: Router): void {
       .orderBy(asc(projects.createdAt), asc(projects.id))
       .limit(1000);
     return c.json(rows.map(projectShape), 200);
+  });
+
+  app.openapi(updateProject, async (c) => {
+    const { project_id } = c.req.valid("param");
+    const { retention_days } = c.req.valid("json");
+    const principal = c.get("principal");
+    const [row] = await database(c.env.DB)
+      .update(projects)
+      .set({ retentionDays: retention_days, updatedAt: nowMicros() })
+      .where(and(eq(projects.id, project_id), eq(projects.organizationId, principal.organizationId)))
+      .returning();
+    if (!row) throw notFound("Project");
+    // This isolate's searches see the new cut-off at once; others when their cached route expires.
+    rememberProjectRoute({ projectId: row.id, organizationId: row.organizationId, projectName: row.name, shard: row.shard ?? CATALOG_SHARD, retentionDays: row.retentionDays });
+    return c.json(projectShape(row), 200);
   });
 
   app.openapi(getProject, async (c) => {

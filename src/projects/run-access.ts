@@ -75,7 +75,7 @@ export async function ownedRunWithProject(
   const hit = ownedRunCache.get(cacheKey);
   if (hit) return hit;
   const [row] = await db
-    .select({ run: runs, projectName: projects.name, shard: projects.shard })
+    .select({ run: runs, projectName: projects.name, shard: projects.shard, retentionDays: projects.retentionDays })
     .from(runs)
     .innerJoin(projects, eq(projects.id, runs.projectId))
     .where(
@@ -89,7 +89,7 @@ export async function ownedRunWithProject(
     .limit(1);
   if (!row) throw notFound("Project or run");
   // The project's route comes with it: an ingest that looked its run up pays no second lookup.
-  rememberProjectRoute({ projectId, organizationId: principal.organizationId, projectName: row.projectName, shard: row.shard ?? CATALOG_SHARD });
+  rememberProjectRoute({ projectId, organizationId: principal.organizationId, projectName: row.projectName, shard: row.shard ?? CATALOG_SHARD, retentionDays: row.retentionDays });
   const owned: RunWithProject = { runId: row.run.id, kind: row.run.kind, projectId, projectName: row.projectName, copy: row.run };
   if (ownedRunCache.size > 10_000) ownedRunCache.clear();
   ownedRunCache.set(cacheKey, owned);

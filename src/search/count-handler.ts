@@ -4,7 +4,7 @@
  * paths, tenancy guard and validation as a search, so a count never disagrees with the pages it
  * totals, and it costs at most what a page of COUNT_CAP ids costs. One D1 round trip, like a search.
  */
-import { database } from "../db/client";
+import { database, nowMicros } from "../db/client";
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { runSelectorOf } from "../projects/run-selector";
@@ -15,6 +15,7 @@ import { compileSearchQuery } from "./compile-search-query";
 import { COUNT_CAP, countRoute } from "./count-routes";
 import { normalizeSearchRequest } from "./normalize-search-request";
 import type { SearchQuery } from "./search-query";
+import { withinRetention } from "./retention-window";
 import { classifySearchCost } from "./search-cost";
 import { SEARCH_FAMILIES } from "./search-routes";
 
@@ -37,15 +38,17 @@ export function registerCounts(app: Router): void {
         includeMetricInfo: false,
         truncateFields: false,
       };
-      const page = compileSearchQuery(query, {
-        organizationId: principal.organizationId,
-        projectId: project_id,
-        runId: selector.runId,
-        runKind: selector.kind,
-      });
+
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
       // One round trip to the project's shard, as a search (run-search.ts).
-      const count = () => onProjectShard(c, project_id, "read", async ({ db }) => {
+      const count = () => onProjectShard(c, project_id, "read", async ({ db, route }) => {
+        // Expired records are not counted, as they are not shown (retention-window.ts).
+        const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
+          organizationId: principal.organizationId,
+          projectId: project_id,
+          runId: selector.runId,
+          runKind: selector.kind,
+        });
         const [state, owned, counted] = await db.batch<{ total: number }>([
           projectStateStatement(db, project_id),
           db.prepare(ownership.sql).bind(...ownership.params),

@@ -1,5 +1,5 @@
 import type { Context } from "hono";
-import { database } from "../db/client";
+import { database, nowMicros } from "../db/client";
 import type { AppEnv } from "../http/app-env";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import type { RunSelector } from "../projects/run-selector";
@@ -7,6 +7,7 @@ import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard"
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { compileSearchQuery } from "./compile-search-query";
 import type { SearchQuery } from "./search-query";
+import { withinRetention } from "./retention-window";
 import type { SearchResponse } from "./search-schemas";
 import { type StoredRow, shapeRecord } from "./shape-record";
 
@@ -26,13 +27,13 @@ export async function runSearch(
 ): Promise<SearchResponse> {
   const principal = c.get("principal");
   const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
-  const page = compileSearchQuery(query, {
-    organizationId: principal.organizationId,
-    projectId,
-    runId: selector.runId,
-    runKind: selector.kind,
-  });
-  return onProjectShard(c, projectId, "read", async ({ db }) => {
+  return onProjectShard(c, projectId, "read", async ({ db, route }) => {
+    const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
+      organizationId: principal.organizationId,
+      projectId,
+      runId: selector.runId,
+      runKind: selector.kind,
+    });
     const [state, owned, rows] = await db.batch<StoredRow>([
       projectStateStatement(db, projectId),
       db.prepare(ownership.sql).bind(...ownership.params),

@@ -20,6 +20,12 @@ export interface ProjectRoute {
   projectName: string;
   /** The D1 binding that holds the project's records. */
   shard: string;
+  /**
+   * The project's retention (days, or null): searches add its cut-off to their created_at range
+   * (src/retention). Cached with the route, so a change reaches other isolates within
+   * ROUTE_TTL_MS (PATCH updates the isolate that served it at once).
+   */
+  retentionDays: number | null;
 }
 
 const ROUTE_TTL_MS = 5 * 60_000;
@@ -27,7 +33,7 @@ const MAX_ROUTES = 10_000;
 const routes = new Map<string, { route: ProjectRoute; expiresAt: number }>();
 
 const ROUTE_QUERY = `
-SELECT p.id AS project_id, p.organization_id, p.name, coalesce(p.shard, '${CATALOG_SHARD}') AS shard, s.size_bytes
+SELECT p.id AS project_id, p.organization_id, p.name, coalesce(p.shard, '${CATALOG_SHARD}') AS shard, p.retention_days, s.size_bytes
 FROM projects AS p LEFT JOIN shards AS s ON s.name = coalesce(p.shard, '${CATALOG_SHARD}')
 WHERE p.id = ?1 AND p.organization_id = ?2`;
 
@@ -36,6 +42,7 @@ interface RouteRow {
   organization_id: string;
   name: string;
   shard: string;
+  retention_days: number | null;
   size_bytes: number | null;
 }
 
@@ -60,7 +67,7 @@ export async function projectRoute(env: Env, principal: Principal, projectId: st
   const row = await env.DB.prepare(ROUTE_QUERY).bind(projectId, principal.organizationId).first<RouteRow>();
   if (!row) throw notFound("Project");
   learnShardSize(row.shard, row.size_bytes);
-  return rememberProjectRoute({ projectId: row.project_id, organizationId: row.organization_id, projectName: row.name, shard: row.shard });
+  return rememberProjectRoute({ projectId: row.project_id, organizationId: row.organization_id, projectName: row.name, shard: row.shard, retentionDays: row.retention_days });
 }
 
 /** Forget every route (tests that move projects under the worker). */

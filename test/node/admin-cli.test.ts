@@ -112,6 +112,12 @@ describe("admin command line", () => {
     expectFailure(await admin("create-api-key", "--user", UNKNOWN), 1, new RegExp(`user ${UNKNOWN} not found`));
   });
 
+  it("default-retention sets what new projects of the organization take, and refuses an unknown organization", async () => {
+    expect(oneJsonObject(await admin("default-retention", "--org", organizationId, "--days", "45"))).toEqual({ organization_id: organizationId, default_retention_days: 45 });
+    expect(oneJsonObject(await admin("default-retention", "--org", organizationId, "--days", "none"))).toEqual({ organization_id: organizationId, default_retention_days: null });
+    expectFailure(await admin("default-retention", "--org", UNKNOWN, "--days", "5"), 1, new RegExp(`no organization ${UNKNOWN}`));
+  });
+
   it("a wrong command line is exit status 2 with the usage", async () => {
     const cases: [string[], RegExp][] = [
       [["create-user", "--org", organizationId, "--email", "x@example.com", "--password", password, "--role", "owner"], /--role must be admin or member/],
@@ -119,6 +125,8 @@ describe("admin command line", () => {
       [["create-user", "--org", organizationId, "--email", "x@example.com", "--password", "short", "--role", "admin"], /at least 8 characters/],
       [["create-org"], /--name is required/],
       [["drop-everything"], /unknown command/],
+      [["default-retention", "--org", organizationId, "--days", "0"], /--days must be 1 to 3650 or none/],
+      [["default-retention", "--org", organizationId, "--days", "forever"], /--days must be 1 to 3650 or none/],
       [["create-org", "--name", "x", "--bogus"], /Usage:/],
     ];
     const runs = await Promise.all(cases.map(([args]) => admin(...args)));

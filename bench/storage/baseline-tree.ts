@@ -1,0 +1,49 @@
+/**
+ * The "before" of the storage benchmark: the service's source at an earlier commit, unpacked
+ * (`git archive`) into bench/data/storage/baseline-<commit>/ with this checkout's node_modules
+ * linked in, so that its own benches (dataset, search, ingestion) run its own schema and its own
+ * write and search SQL. The tree is kept between runs, and so is the dataset it generated.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import path from "node:path";
+import { DATA_DIR, REPO_ROOT } from "../lib/paths";
+
+/** The migration that compacts the record tables (docs/schema.md, "Storage per record"). */
+export const STORAGE_MIGRATION_GLOB = "migrations/0009_*.sql";
+
+function git(args: string[]): string {
+  const result = spawnSync("git", args, { cwd: REPO_ROOT, encoding: "utf8" });
+  if (result.status !== 0) throw new Error(`git ${args.join(" ")} failed: ${result.stderr}`);
+  return result.stdout.trim();
+}
+
+/**
+ * The default baseline: the parent of the commit that added the storage migration (the schema
+ * before it), or HEAD when this checkout has no such migration (then before = after).
+ */
+export function defaultBaselineRef(): string {
+  const added = git(["log", "--diff-filter=A", "--format=%H", "--", `:(glob)${STORAGE_MIGRATION_GLOB}`]).split("\n").filter(Boolean);
+  const first = added[added.length - 1];
+  return first ? `${first}^` : "HEAD";
+}
+
+export interface BaselineTree {
+  commit: string;
+  dir: string;
+}
+
+/** The source at `ref`, unpacked once into bench/data/storage/baseline-<commit>. */
+export function baselineTree(ref: string): BaselineTree {
+  const commit = git(["rev-parse", "--verify", `${ref}^{commit}`]);
+  const dir = path.join(DATA_DIR, "storage", `baseline-${commit.slice(0, 12)}`);
+  if (existsSync(path.join(dir, "package.json"))) return { commit, dir };
+  const building = `${dir}.building-${process.pid}`;
+  rmSync(building, { recursive: true, force: true });
+  mkdirSync(building, { recursive: true });
+  const archive = spawnSync("bash", ["-c", `git archive --format=tar ${commit} | tar -x -C '${building}'`], { cwd: REPO_ROOT, encoding: "utf8" });
+  if (archive.status !== 0) throw new Error(`git archive ${commit} failed: ${archive.stderr}`);
+  symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(building, "node_modules"), "dir");
+  renameSync(building, dir);
+  return { commit, dir };
+}
