@@ -233,22 +233,29 @@ describe("the catalog as a shard", () => {
 });
 
 describe("a deletion job and a move", () => {
-  it("a job started during the move deletes every matching record, wherever it is by then", async () => {
+  it("a job started during the move deletes every matching record, wherever it is by then, and counts each once", async () => {
     moveTestSeam.chunkRecords = 2;
-    const run = await seed(tenant, 6);
+    const run = await seed(tenant, 4);
+    const value = `during-${uuid()}`;
+    await postTraces(tenant, run, [trace("doomed-1", { customer: value }), trace("doomed-2", { customer: value }), trace("doomed-3", { customer: value })]);
     const source = await shardOf(run.projectId);
     const target = otherShard(source);
     const moveId = await requestMove(run.projectId, target);
-    await stepUntil(moveId, (m) => m.phase === "copying" && m.step === "records" && m.records_copied >= 6);
-    const job = await deleteByMetadata(tenant, { metadata_key: "customer", metadata_value: "beta" });
+    // Every record is copied: the target holds a copy of each matching one too.
+    await stepUntil(moveId, (m) => m.phase === "catching_up");
+    const copies = await dbOf(target).prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND user_metadata ->> 'customer' = ?").bind(run.projectId, value).first();
+    expect(copies).toEqual({ n: 3 });
+    const job = await deleteByMetadata(tenant, { metadata_key: "customer", metadata_value: value });
     expect(job.status).toBe(200);
     // The move waits for the job to finish on the source before it freezes or switches.
-    await waitForJob(tenant, job.body.job_id);
+    const { job: finished } = await waitForJob(tenant, job.body.job_id);
+    expect(finished.status).toBe("completed");
+    expect([finished.sessions_deleted ?? finished.progress?.sessions_deleted, finished.traces_deleted ?? finished.progress?.traces_deleted, finished.spans_deleted ?? finished.progress?.spans_deleted]).toEqual([0, 3, 9]);
     const done = await stepUntil(moveId);
     expect(done.phase).toBe("completed");
-    const left = await dbOf(target).prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND user_metadata ->> 'customer' = 'beta'").bind(run.projectId).first();
+    const left = await dbOf(target).prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND user_metadata ->> 'customer' = ?").bind(run.projectId, value).first();
     expect(left).toEqual({ n: 0 });
-    expect(names(await search(tenant, run))).not.toContain("t1");
+    expect(names(await search(tenant, run))).not.toContain("doomed-1");
     expect(names(await search(tenant, run))).toContain("t0");
   });
 

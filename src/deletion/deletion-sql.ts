@@ -66,12 +66,22 @@ const CHUNK_PARAMS: readonly (keyof ChunkValues)[] = ["organizationId", "key", "
 
 const ACTIVE = `active AS (SELECT 1 FROM shard_jobs WHERE job_id = ?4 AND status IN ('queued', 'running'))`;
 
+/**
+ * A metadata row's record belongs to a project this database holds (docs/sharding.md, "Moving a
+ * project"): not a move's copy still being filled (`importing`) nor a moved-away copy being
+ * deleted (`gone`). The project's home deletes those records, counted once; the move carries the
+ * deletion over. One rowid lookup and one primary-key probe per matching row.
+ */
+const HELD_HERE = `NOT EXISTS (
+      SELECT 1 FROM records AS held CROSS JOIN shard_projects AS sp ON sp.project_id = held.project_id
+      WHERE held.rid = record_metadata.record_rid AND sp.state IN ('importing', 'gone'))`;
+
 const ROOTS = `
 roots AS (
   SELECT r.rid, r.id, r.record_type AS kind, r.run_id, r.project_id FROM (
     SELECT record_rid FROM record_metadata
     WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace')
-      AND EXISTS (SELECT 1 FROM active)
+      AND EXISTS (SELECT 1 FROM active) AND ${HELD_HERE}
     LIMIT ?5
   ) AS m CROSS JOIN records AS r ON r.rid = m.record_rid
 ),
@@ -120,6 +130,7 @@ WITH RECURSIVE ${ACTIVE},
 seeds AS (
   SELECT record_rid FROM record_metadata
   WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = 'span' AND EXISTS (SELECT 1 FROM active)
+    AND ${HELD_HERE}
   LIMIT ?5
 ),
 subtree(project_id, id, run_id, depth) AS (
@@ -201,7 +212,7 @@ const MARK_RUNNING = statement(`UPDATE shard_jobs SET status = 'running', update
 const COMPLETE_IF_DONE = statement(
   `UPDATE shard_jobs SET status = 'completed', updated_at = ?2
    WHERE job_id = ?1 AND status IN ('queued', 'running')
-     AND NOT EXISTS (SELECT 1 FROM record_metadata WHERE ${MATCHING()})`,
+     AND NOT EXISTS (SELECT 1 FROM record_metadata WHERE ${MATCHING()} AND ${HELD_HERE})`,
   "jobId",
   "now",
   "organizationId",
@@ -240,7 +251,7 @@ export const CHUNK_STATEMENTS: readonly ChunkStatement[] = [
 export const ANY_MATCH = `
 SELECT EXISTS (
   SELECT 1 FROM record_metadata
-  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace', 'span')
+  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace', 'span') AND ${HELD_HERE}
 ) AS matched`;
 
 /**
