@@ -10,8 +10,9 @@ import { env } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
 import { moveTestSeam } from "../src/shards/moves/move-limits";
+import { runStatements } from "../src/admin/provisioning";
+import { resumeMoveStatement } from "../src/shards/moves/move-requests";
 import { kickMoves } from "../src/shards/moves/move-queue";
-import { clearProjectRoutes } from "../src/shards/project-routing";
 import { createRun, deleteByMetadata, postSession, postTraces, waitForJob, type Run } from "./deletion-fixtures";
 import { call } from "./support/client";
 import { dbOf, move, otherShard, projectState, requestMove, runThroughQueue, shardOf, stateOnShard, stepUntil } from "./support/moves";
@@ -211,6 +212,42 @@ describe("a move", () => {
   });
 });
 
+describe("a move that keeps failing", () => {
+  it("is paused by the dead-letter queue (the source takes writes again), and resumes to the end", async () => {
+    const run = await seed(tenant, 2);
+    const source = await shardOf(run.projectId);
+    const target = otherShard(source);
+    const moveId = await requestMove(run.projectId, target);
+    await stepUntil(moveId, (m) => m.phase === "frozen");
+    expect(await stateOnShard(dbOf(source), run.projectId)).toBe("frozen");
+    // A step that fails whatever is retried (as a bug or a lasting outage would).
+    await env.DB.prepare("UPDATE project_moves SET step = 'no-such-step', updated_at = 0 WHERE id = ?").bind(moveId).run();
+    expect(await kickMoves(env as Env)).toBeGreaterThanOrEqual(1);
+    const deadline = Date.now() + 30_000;
+    let paused = await move(moveId);
+    while (paused.status !== "paused") {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 100));
+      paused = await move(moveId);
+    }
+    expect(paused).toMatchObject({ phase: "catching_up", step: "pass-1" });
+    expect(paused.error_message).toMatch(/repeated failures.*move-project command again/);
+    expect(await stateOnShard(dbOf(source), run.projectId)).toBe("exporting");
+    expect(await shardOf(run.projectId)).toBe(source);
+    // Writes are accepted again while paused (and logged for the resumed move).
+    const accepted = await call(`/v2/projects/${run.projectId}/traces`, { as: tenant, body: { log_stream_id: run.logStreamId, traces: [{ name: "while-paused" }] } });
+    expect(accepted.status).toBe(200);
+
+    // Resumed as the admin command does.
+    await runStatements(env.DB, [resumeMoveStatement(moveId)]);
+    expect(await kickMoves(env as Env)).toBeGreaterThanOrEqual(1);
+    const done = await runThroughQueue(moveId, 30_000, false);
+    expect(done).toMatchObject({ phase: "completed", status: "running", error_message: null });
+    expect(await shardOf(run.projectId)).toBe(target);
+    expect(names(await search(tenant, run))).toContain("while-paused");
+  });
+});
+
 describe("the catalog as a shard", () => {
   it("moves a project onto the catalog database and off it again (projects placed before sharding), keeping the catalog's runs", async () => {
     moveTestSeam.chunkRecords = 4;
@@ -298,6 +335,3 @@ describe("asking for a move", () => {
     expect((await stepUntil(await requestMove(run.projectId, otherShard(await shardOf(run.projectId))))).phase).toBe("completed");
   });
 });
-
-void clearProjectRoutes;
-void move;
