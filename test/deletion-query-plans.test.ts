@@ -10,7 +10,7 @@ import * as sql from "../src/deletion/deletion-sql";
 
 /** Names that stand for bounded intermediate results in the plans: CTEs, their aliases, subqueries. */
 const BOUNDED =
-  /^SCAN (roots|root_sessions|candidate_traces|seeds|subtree|ancestors|counted_roots|active|page|page_traces|rs|ct|p|pt|m|a|\(subquery-\d+\)|CONSTANT ROW)$/;
+  /^SCAN (roots|root_sessions|candidate_traces|seeds|subtree|ancestors|counted_roots|active|examined|page|page_traces|rs|ct|p|pt|m|a|\(subquery-\d+\)|CONSTANT ROW)$/;
 
 async function plan(statement: string): Promise<string[]> {
   const parameters = Math.max(0, ...[...statement.matchAll(/\?(\d+)/g)].map((m) => Number(m[1])));

@@ -282,6 +282,10 @@ describe("a deletion job and a move", () => {
     await stepUntil(moveId, (m) => m.phase === "catching_up");
     const copies = await dbOf(target).prepare("SELECT count(*) AS n FROM records WHERE project_id = ? AND user_metadata ->> 'customer' = ?").bind(run.projectId, value).first();
     expect(copies).toEqual({ n: 3 });
+    // A dry run counts each record once, though two databases hold it.
+    const dry = await deleteByMetadata(tenant, { metadata_key: "customer", metadata_value: value }, "?dry_run=true");
+    expect(dry.status).toBe(200);
+    expect(dry.body).toMatchObject({ would_delete: { sessions: 0, traces: 3, spans: 9 }, would_delete_is_exact: true });
     const job = await deleteByMetadata(tenant, { metadata_key: "customer", metadata_value: value });
     expect(job.status).toBe(200);
     // The move waits for the job to finish on the source before it freezes or switches.

@@ -35,6 +35,8 @@ export interface DryRunCounts {
 
 interface PageRow {
   roots: number;
+  /** Metadata rows the page looked at (roots of projects held elsewhere are not counted). */
+  examined: number;
   last_rid: number | null;
   traces: number;
   spans: number;
@@ -71,11 +73,11 @@ async function countOnDatabase(d1: D1Database, selector: MetadataSelector, maxPa
         .prepare(sql)
         .bind(selector.organizationId, selector.key, selector.value, after, PAGE_SIZE)
         .first<PageRow>();
-      if (!page || page.roots === 0 || page.last_rid === null) break;
+      if (!page || page.examined === 0 || page.last_rid === null) break;
       if (kind === "sessions") counts.sessions += page.roots;
       counts.traces += page.traces;
       counts.spans += page.spans;
-      if (page.roots < PAGE_SIZE) break;
+      if (page.examined < PAGE_SIZE) break;
       after = page.last_rid;
     }
   }

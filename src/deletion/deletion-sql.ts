@@ -263,7 +263,8 @@ SELECT EXISTS (
  * highest matching ancestor span (itself included).
  *
  * ?1 organization, ?2 key, ?3 value, ?4 last record_rid seen (0 to start), ?5 page size. Answers
- * the page's size and last rid, and the traces and spans counted on it.
+ * the metadata rows examined and the last one's rid, the roots counted (those of projects this
+ * database holds), and the traces and spans counted on the page.
  */
 const IN_MATCHING_SESSION = (alias: string) => `EXISTS (
     SELECT 1 FROM records AS ms CROSS JOIN record_metadata AS m ON m.record_rid = ms.rid AND m.key = ?2
@@ -282,13 +283,19 @@ const IN_COUNTED_TRACE = (s: string) => `EXISTS (
       AND st.record_type = 'trace' AND (${MATCHING_RECORD("st", "trace")} OR ${IN_MATCHING_SESSION("st")})
   )`;
 
+// The page's metadata rows (`examined`: the keyset moves over them) and their records, but those
+// of projects this database does not hold (a move's copies: docs/sharding.md, "Moving a project"),
+// which their home counts.
 const PAGE = (kind: "session" | "trace" | "span") => `
+examined AS MATERIALIZED (
+  SELECT record_rid FROM record_metadata
+  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = '${kind}' AND record_rid > ?4
+  ORDER BY record_rid LIMIT ?5
+),
 page AS (
-  SELECT r.rid, r.id, r.run_id, r.project_id, r.session_id, r.trace_id, r.parent_id FROM (
-    SELECT record_rid FROM record_metadata
-    WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = '${kind}' AND record_rid > ?4
-    ORDER BY record_rid LIMIT ?5
-  ) AS m CROSS JOIN records AS r ON r.rid = m.record_rid
+  SELECT r.rid, r.id, r.run_id, r.project_id, r.session_id, r.trace_id, r.parent_id
+  FROM examined AS m CROSS JOIN records AS r ON r.rid = m.record_rid
+  WHERE NOT EXISTS (SELECT 1 FROM shard_projects AS sp WHERE sp.project_id = r.project_id AND sp.state IN ('importing', 'gone'))
 )`;
 
 const PAGE_TRACE_SPANS = `(SELECT count(*) FROM page_traces AS pt
@@ -303,7 +310,8 @@ page_traces AS (
 )
 SELECT
   (SELECT count(*) FROM page) AS roots,
-  (SELECT max(rid) FROM page) AS last_rid,
+  (SELECT count(*) FROM examined) AS examined,
+  (SELECT max(record_rid) FROM examined) AS last_rid,
   (SELECT count(*) FROM page_traces) AS traces,
   (SELECT count(*) FROM page AS p
     CROSS JOIN records AS s ON s.session_id = p.id AND s.record_type = 'span' AND +s.run_id = p.run_id)
@@ -316,7 +324,8 @@ page_traces AS (
 )
 SELECT
   (SELECT count(*) FROM page) AS roots,
-  (SELECT max(rid) FROM page) AS last_rid,
+  (SELECT count(*) FROM examined) AS examined,
+  (SELECT max(record_rid) FROM examined) AS last_rid,
   (SELECT count(*) FROM page_traces) AS traces,
   ${PAGE_TRACE_SPANS} AS spans`;
 
@@ -347,7 +356,8 @@ subtree(id, run_id) AS (
 )
 SELECT
   (SELECT count(*) FROM page) AS roots,
-  (SELECT max(rid) FROM page) AS last_rid,
+  (SELECT count(*) FROM examined) AS examined,
+  (SELECT max(record_rid) FROM examined) AS last_rid,
   0 AS traces,
   (SELECT count(*) FROM subtree) AS spans`;
 
