@@ -73,3 +73,12 @@ export const authenticate: MiddlewareHandler<AppEnv> = async (c, next) => {
 export function requireAdmin(principal: Principal): void {
   if (principal.role !== "admin") throw new ApiError(403, "This operation requires an organization admin");
 }
+
+/**
+ * A route's middleware for admin-only operations (documented with `adminOnlyResponse`): runs
+ * before body validation, so a member learns nothing but "not allowed".
+ */
+export const adminOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
+  requireAdmin(c.get("principal"));
+  await next();
+};

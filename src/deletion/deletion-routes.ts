@@ -4,10 +4,10 @@
  * identifier), which members have no need to read.
  */
 import { createRoute } from "@hono/zod-openapi";
-import type { Context, MiddlewareHandler } from "hono";
-import { requireAdmin } from "../auth/authenticate";
+import type { Context } from "hono";
+import { adminOnly } from "../auth/authenticate";
 import type { AppEnv } from "../http/app-env";
-import { commonErrorResponses, ErrorDetail } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
 import { countDeletionSet } from "./count-deletion-set";
@@ -22,14 +22,6 @@ import {
   OrgMetadataDeleteResponse,
 } from "./deletion-schemas";
 import { anyMatch, deleteWithinRequest, startQueuedDeletion } from "./start-deletion";
-
-/** Before body validation, so a member learns nothing but "not allowed". */
-const adminOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  requireAdmin(c.get("principal"));
-  await next();
-};
-
-const forbidden = { 403: { content: { "application/json": { schema: ErrorDetail } }, description: "The caller is not an organization admin" } };
 
 const deleteByMetadata = createRoute({
   method: "post",
@@ -48,7 +40,7 @@ const deleteByMetadata = createRoute({
   },
   responses: {
     200: { content: { "application/json": { schema: OrgMetadataDeleteResponse } }, description: "Queued, done, or counted" },
-    ...forbidden,
+    ...adminOnlyResponse,
     ...commonErrorResponses,
   },
 });
@@ -63,7 +55,7 @@ const getOrgJob = createRoute({
   request: { params: JobIdParam },
   responses: {
     200: { content: { "application/json": { schema: OrgJob } }, description: "The job" },
-    ...forbidden,
+    ...adminOnlyResponse,
     ...commonErrorResponses,
   },
 });
@@ -79,7 +71,7 @@ const listOrgJobs = createRoute({
   request: { query: ListOrgJobsQuery },
   responses: {
     200: { content: { "application/json": { schema: OrgJobList } }, description: "A page of jobs" },
-    ...forbidden,
+    ...adminOnlyResponse,
     ...commonErrorResponses,
   },
 });

@@ -58,6 +58,11 @@ export const tooLargeResponse = {
   413: json(ErrorDetail, "The request body is larger than this route accepts (the message gives the cap; README \"Limits\"). Nothing of it was parsed or stored."),
 } as const;
 
+/** The answer of a route reserved to organization admins (`adminOnly`) to anyone else. */
+export const adminOnlyResponse = {
+  403: json(ErrorDetail, "The caller is not an organization admin"),
+} as const;
+
 /** Error answers every authenticated route can give; spread into each route's `responses`. */
 export const commonErrorResponses = {
   401: json(ErrorDetail, "Missing or invalid credentials"),

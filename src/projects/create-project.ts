@@ -10,7 +10,7 @@ import { database, nowMicros } from "../db/client";
 import { type RunKind, organizations, projects, runs } from "../db/schema";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
-import { rememberProjectRoute } from "../shards/project-routing";
+import { rememberProjectRow } from "../shards/project-routing";
 import { chooseShard } from "../shards/placement";
 import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
 import { copyRunStatement, registerProjectStatement } from "../shards/shard-membership";
@@ -23,7 +23,7 @@ const shardOf = (project: ProjectRow) => project.shard ?? CATALOG_SHARD;
 async function registerOnShard(env: Env, project: ProjectRow): Promise<void> {
   const shard = shardOf(project);
   await registerProjectStatement(shardDatabase(env, shard), { projectId: project.id, organizationId: project.organizationId }).run();
-  rememberProjectRoute({ projectId: project.id, organizationId: project.organizationId, projectName: project.name, shard, retentionDays: project.retentionDays });
+  rememberProjectRow(project);
 }
 
 /**

@@ -12,8 +12,7 @@ import { runs } from "../db/schema";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
 import { notFound } from "../http/errors";
-import { CATALOG_SHARD } from "../shards/shard-config";
-import { rememberProjectRoute } from "../shards/project-routing";
+import { rememberProjectRow } from "../shards/project-routing";
 import { ensureProject, ensureRun, type ProjectRow, type RunRow } from "./create-project";
 import { ownedProjectOrThrow, type RunWithProject } from "./run-access";
 
@@ -46,7 +45,7 @@ export async function ensureNamedRun(env: Env, principal: Principal, target: Run
     target.projectId !== null
       ? await ownedProjectOrThrow(database(env.DB), principal, target.projectId)
       : await ensureProject(env, principal, target.projectName, "gen_ai");
-  rememberProjectRoute({ projectId: project.id, organizationId: project.organizationId, projectName: project.name, shard: project.shard ?? CATALOG_SHARD, retentionDays: project.retentionDays });
+  rememberProjectRow(project);
   const run =
     target.experimentId !== null
       ? await experimentOf(env, project, target.experimentId)

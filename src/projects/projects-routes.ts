@@ -1,27 +1,16 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { and, asc, eq } from "drizzle-orm";
-import type { MiddlewareHandler } from "hono";
-import { requireAdmin } from "../auth/authenticate";
+import { adminOnly, requireAdmin } from "../auth/authenticate";
 import { database, nowMicros } from "../db/client";
 import { projects } from "../db/schema";
-import type { AppEnv } from "../http/app-env";
-import { commonErrorResponses, ErrorDetail, ProjectIdParam } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
 import { notFound } from "../http/errors";
 import { MAX_RETENTION_DAYS, MIN_RETENTION_DAYS } from "../retention/retention-policy";
-import { rememberProjectRoute } from "../shards/project-routing";
-import { CATALOG_SHARD } from "../shards/shard-config";
+import { rememberProjectRow } from "../shards/project-routing";
 import type { Router } from "../http/create-router";
 import { ProjectSchema, projectShape } from "./project-shapes";
 import { ensureProject } from "./create-project";
 import { ownedProjectOrThrow } from "./run-access";
-
-const forbidden = { 403: { content: { "application/json": { schema: ErrorDetail } }, description: "The caller is not an organization admin" } };
-
-/** Before body validation, so a member learns nothing but "not allowed". */
-const adminOnly: MiddlewareHandler<AppEnv> = async (c, next) => {
-  requireAdmin(c.get("principal"));
-  await next();
-};
 
 const ListProjectsQuery = z.object({
   project_name: z.string().optional().openapi({ description: "Only the project with exactly this name." }),
@@ -74,7 +63,7 @@ const createProject = createRoute({
   request: { body: { content: { "application/json": { schema: CreateProjectBody } }, required: true } },
   responses: {
     200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" },
-    ...forbidden,
+    ...adminOnlyResponse,
     ...commonErrorResponses,
   },
 });
@@ -107,7 +96,7 @@ const updateProject = createRoute({
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: UpdateProjectBody } }, required: true } },
   responses: {
     200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project, changed" },
-    ...forbidden,
+    ...adminOnlyResponse,
     ...commonErrorResponses,
   },
 });
@@ -174,7 +163,7 @@ export function registerProjects(app: Router): void {
       .returning();
     if (!row) throw notFound("Project");
     // This isolate's searches see the new cut-off at once; others when their cached route expires.
-    rememberProjectRoute({ projectId: row.id, organizationId: row.organizationId, projectName: row.name, shard: row.shard ?? CATALOG_SHARD, retentionDays: row.retentionDays });
+    rememberProjectRow(row);
     return c.json(projectShape(row), 200);
   });
 

@@ -8,6 +8,7 @@
  * project's state there; either way the caller forgets the route, reads it afresh and tries
  * again (src/shards/project-shard.ts).
  */
+import type { projects } from "../db/schema";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
 import { notFound } from "../http/errors";
@@ -51,6 +52,11 @@ export function rememberProjectRoute(route: ProjectRoute): ProjectRoute {
   if (routes.size >= MAX_ROUTES) routes.clear();
   routes.set(route.projectId, { route, expiresAt: Date.now() + ROUTE_TTL_MS });
   return route;
+}
+
+/** Caches the route of a catalog `projects` row just read or written. */
+export function rememberProjectRow(row: typeof projects.$inferSelect): ProjectRoute {
+  return rememberProjectRoute({ projectId: row.id, organizationId: row.organizationId, projectName: row.name, shard: row.shard ?? CATALOG_SHARD, retentionDays: row.retentionDays });
 }
 
 export function forgetProjectRoute(projectId: string): void {
