@@ -14,7 +14,7 @@ import { commonErrorResponses, ProjectIdParam, Uuid } from "../http/common-schem
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
 import { nowMicros } from "../db/client";
-import { retentionCutoffMicros } from "../retention/retention-policy";
+import { firstShownMicros } from "../retention/retention-policy";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { shapeRecord, type StoredRow } from "../search/shape-record";
@@ -65,7 +65,7 @@ export function registerRecordLookups(app: Router): void {
       const projectId = params.project_id!;
       // Only the project's shard is asked (one round trip): its state there, and the record.
       const row = await onProjectShard(c, projectId, "read", async ({ db, route }) => {
-        const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros()) ?? Number.MIN_SAFE_INTEGER;
+        const cutoff = firstShownMicros(route.retentionDays, nowMicros());
         const [state, found] = await db.batch<StoredRow>([
           projectStateStatement(db, projectId),
           db.prepare(RECORD_BY_ID).bind(params[idParam], c.get("principal").organizationId, projectId, family, cutoff),

@@ -12,7 +12,7 @@ import { microsToIso, nowMicros } from "../db/client";
 import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { whileHoldingScanSlot } from "../limits/scan-admission";
-import { retentionCutoffMicros } from "../retention/retention-policy";
+import { firstShownMicros, retentionCutoffMicros } from "../retention/retention-policy";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 
@@ -92,10 +92,11 @@ export function registerProjectUsage(app: Router): void {
     const principal = c.get("principal");
     const read = () =>
       onProjectShard(c, project_id, "read", async ({ db, route }) => {
-        const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros());
+        const now = nowMicros();
+        const cutoff = retentionCutoffMicros(route.retentionDays, now);
         const [state, kinds, held] = await db.batch<KindRow & { held: number }>([
           projectStateStatement(db, project_id),
-          db.prepare(USAGE_BY_KIND).bind(project_id, cutoff ?? Number.MIN_SAFE_INTEGER),
+          db.prepare(USAGE_BY_KIND).bind(project_id, firstShownMicros(route.retentionDays, now)),
           db.prepare(HELD_UPDATES).bind(project_id),
         ]);
         if (!readableHere(state)) throw new ProjectNotOnShardError(project_id);

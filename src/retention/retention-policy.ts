@@ -10,6 +10,14 @@ export const MAX_RETENTION_DAYS = 3650;
 
 const MICROS_PER_DAY = 86_400_000_000;
 
+/**
+ * The first created_at (microseconds) a project with this retention still shows: for a bound
+ * SQL parameter, where "keeps everything" is the smallest integer rather than null.
+ */
+export function firstShownMicros(retentionDays: number | null | undefined, nowMicros: number): number {
+  return retentionCutoffMicros(retentionDays, nowMicros) ?? Number.MIN_SAFE_INTEGER;
+}
+
 /** The first created_at (microseconds) a project with this retention still shows, or null. */
 export function retentionCutoffMicros(retentionDays: number | null | undefined, nowMicros: number): number | null {
   if (retentionDays === null || retentionDays === undefined) return null;

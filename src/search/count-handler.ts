@@ -8,7 +8,6 @@ import { database, nowMicros } from "../db/client";
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { runSelectorOf } from "../projects/run-selector";
-import { whileHoldingScanSlot } from "../limits/scan-admission";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { compileSearchQuery } from "./compile-search-query";
@@ -16,7 +15,7 @@ import { COUNT_CAP, countRoute } from "./count-routes";
 import { normalizeSearchRequest } from "./normalize-search-request";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
-import { classifySearchCost } from "./search-cost";
+import { withinSearchAdmission } from "./search-cost";
 import { SEARCH_FAMILIES } from "./search-routes";
 
 export function registerCounts(app: Router): void {
@@ -64,8 +63,8 @@ export function registerCounts(app: Router): void {
         return Number(counted?.results?.[0]?.total ?? 0);
       });
       // A count over a substring or case-insensitive filter reads every row of the run, as the
-      // search would: it holds one of the organization's scan slots (docs/limits.md).
-      const total = classifySearchCost(query).class === "scan" ? await whileHoldingScanSlot(c.env, principal.organizationId, count) : await count();
+      // search would: it is admitted as the search would be.
+      const total = await withinSearchAdmission(c.env, principal.organizationId, query, count);
       return c.json({ total_count: Math.min(total, COUNT_CAP), capped: total > COUNT_CAP }, 200);
     });
   }

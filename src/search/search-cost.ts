@@ -17,6 +17,8 @@
  *
  * The per-organization limit on concurrent scans (src/limits) reads this.
  */
+import type { Env } from "../env";
+import { whileHoldingScanSlot } from "../limits/scan-admission";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
 
 /** Offsets from here on are scan-class: about 5 ms of index walk at 1M records, growing linearly. */
@@ -61,4 +63,12 @@ export function classifySearchCost(query: SearchQuery): SearchCost {
   if (!sortIsIndexed(query.sort)) reasons.add(`sort on ${query.sort!.column.id}`);
   if (query.offset >= DEEP_OFFSET) reasons.add(`offset ${query.offset}`);
   return reasons.size === 0 ? { class: "indexed" } : { class: "scan", reasons: [...reasons] };
+}
+
+/**
+ * Runs `work` for a search-shaped query (a search, a count): a scan-class one holds one of its
+ * organization's scan slots while it runs (docs/limits.md), an indexed one runs at once.
+ */
+export function withinSearchAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: () => Promise<T>): Promise<T> {
+  return classifySearchCost(query).class === "scan" ? whileHoldingScanSlot(env, organizationId, work) : work();
 }

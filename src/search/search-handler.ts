@@ -1,9 +1,8 @@
 import type { Router } from "../http/create-router";
 import { runSelectorOf } from "../projects/run-selector";
 import { normalizeSearchRequest, type SearchMode } from "./normalize-search-request";
-import { whileHoldingScanSlot } from "../limits/scan-admission";
 import { runSearch } from "./run-search";
-import { classifySearchCost } from "./search-cost";
+import { withinSearchAdmission } from "./search-cost";
 import { SEARCH_FAMILIES, searchRoute } from "./search-routes";
 import { registerFilterDocs } from "./search-schemas";
 
@@ -18,9 +17,7 @@ export function registerSearch(app: Router): void {
         // Validation (422) comes before the ownership check (404), as in FastAPI.
         const query = normalizeSearchRequest(body, family, mode);
         const principal = c.get("principal");
-        const search = () => runSearch(c, project_id, runSelectorOf(body), query);
-        // A scan-class search holds one of its organization's scan slots while it runs (docs/limits.md).
-        const response = classifySearchCost(query).class === "scan" ? await whileHoldingScanSlot(c.env, principal.organizationId, search) : await search();
+        const response = await withinSearchAdmission(c.env, principal.organizationId, query, () => runSearch(c, project_id, runSelectorOf(body), query));
         return c.json(response, 200);
       });
     }
