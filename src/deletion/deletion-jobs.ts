@@ -62,22 +62,37 @@ export async function insertDeletionJob(
   env: Env,
   input: { organizationId: string; createdBy: string; request: DeletionRequestData; status: "queued" | "running" },
 ): Promise<string> {
+  const shards = await shardsOfOrganization(env, input.organizationId);
+  return insertOrgJob(env, { ...input, jobName: DELETE_BY_METADATA, shards });
+}
+
+/** Stores any organization job (a deletion, an expiry) with one queued part per shard, in one batch. */
+export async function insertOrgJob(
+  env: Env,
+  input: {
+    organizationId: string;
+    createdBy: string;
+    jobName: (typeof JOB_NAMES)[number];
+    request: DeletionRequestData | ExpiryRequestData;
+    status: "queued" | "running";
+    shards: readonly string[];
+  },
+): Promise<string> {
   const id = crypto.randomUUID();
   const now = nowMicros();
-  const shards = await shardsOfOrganization(env, input.organizationId);
   const db = database(env.DB);
   await db.batch([
     db.insert(orgJobs).values({
       id,
       organizationId: input.organizationId,
-      jobName: DELETE_BY_METADATA,
+      jobName: input.jobName,
       status: input.status,
       requestData: JSON.stringify(input.request),
       createdBy: input.createdBy,
       createdAt: now,
       updatedAt: now,
     }),
-    ...shards.map((shard) => db.insert(orgJobShards).values({ jobId: id, shard, status: "queued", updatedAt: now })),
+    ...input.shards.map((shard) => db.insert(orgJobShards).values({ jobId: id, shard, status: "queued", updatedAt: now })),
   ] as [BatchItem<"sqlite">, ...BatchItem<"sqlite">[]]);
   return id;
 }

@@ -39,19 +39,36 @@ export function bindingsOf(sql: string, values: ExpiryChunkValues): (string | nu
 
 const ACTIVE = `active AS (SELECT 1 FROM shard_jobs WHERE job_id = ?2 AND status IN ('queued', 'running'))`;
 
-/** The runs of the job's projects on this database, each with its project's cut-off. */
-const TARGET_RUNS = `
+/**
+ * The runs of the listed projects on this database, each with its project's cut-off; gated by
+ * the part being active in the chunks, not in the cron's probe.
+ */
+const targetRuns = (gate: "while active" | "always") => `
 target_runs AS (
-  SELECT ru.id AS run_id, t.cutoff FROM (
+  SELECT t.project_id, ru.id AS run_id, t.cutoff FROM (
     SELECT json_extract(value, '$[0]') AS project_id, json_extract(value, '$[1]') AS cutoff FROM json_each(?1)
   ) AS t CROSS JOIN runs AS ru ON ru.project_id = t.project_id
-  WHERE EXISTS (SELECT 1 FROM active)
+  ${gate === "while active" ? "WHERE EXISTS (SELECT 1 FROM active)" : ""}
 )`;
+
+const TARGET_RUNS = targetRuns("while active");
+
+/*
+ * What an expiry erases, as conditions on a row of `target_runs AS tr` (the chunks join them, the
+ * cron's probe asks whether any row meets them): records of one kind older than the cut-off, a
+ * span whose trace is not there, a session with nothing left in it, a held update received before
+ * the cut-off.
+ */
+const olderThanCutoff = (alias: string, kind: "session" | "trace" | "span") =>
+  `${alias}.run_id = tr.run_id AND ${alias}.record_type = '${kind}' AND ${alias}.created_at < tr.cutoff`;
+const TRACE_NOT_HERE = `NOT EXISTS (SELECT 1 FROM records AS t WHERE t.project_id = s.project_id AND t.id = s.trace_id AND t.record_type = 'trace')`;
+const NOTHING_IN_SESSION = `NOT EXISTS (SELECT 1 FROM records AS c WHERE c.session_id = se.id AND c.record_type IN ('trace', 'span') AND +c.run_id = se.run_id)`;
+const PATCH_BEFORE_CUTOFF = `p.run_id = tr.run_id AND p.created_at < tr.cutoff`;
 
 const EXPIRED_TRACES = `
 expired_traces AS (
   SELECT r.rid, r.id, r.run_id FROM target_runs AS tr
-  CROSS JOIN records AS r ON r.run_id = tr.run_id AND r.record_type = 'trace' AND r.created_at < tr.cutoff
+  CROSS JOIN records AS r ON ${olderThanCutoff("r", "trace")}
   LIMIT ?3
 )`;
 
@@ -77,10 +94,8 @@ DELETE FROM records WHERE rid IN (
 /** An old span whose trace is not there (its trace is looked up by (project_id, id)). */
 const ORPHAN_OLD_SPANS = `
   SELECT s.rid FROM target_runs AS tr
-  CROSS JOIN records AS s ON s.run_id = tr.run_id AND s.record_type = 'span' AND s.created_at < tr.cutoff
-  WHERE NOT EXISTS (
-    SELECT 1 FROM records AS t WHERE t.project_id = s.project_id AND t.id = s.trace_id AND t.record_type = 'trace'
-  )`;
+  CROSS JOIN records AS s ON ${olderThanCutoff("s", "span")}
+  WHERE ${TRACE_NOT_HERE}`;
 
 /** Once no expired trace is left: old spans without their trace. */
 const DELETE_ORPHAN_OLD_SPANS = `
@@ -94,10 +109,8 @@ DELETE FROM records WHERE rid IN (
 /** An old session with no trace or span left. */
 const EMPTY_OLD_SESSIONS = `
   SELECT se.rid FROM target_runs AS tr
-  CROSS JOIN records AS se ON se.run_id = tr.run_id AND se.record_type = 'session' AND se.created_at < tr.cutoff
-  WHERE NOT EXISTS (
-    SELECT 1 FROM records AS c WHERE c.session_id = se.id AND c.record_type IN ('trace', 'span') AND +c.run_id = se.run_id
-  )`;
+  CROSS JOIN records AS se ON ${olderThanCutoff("se", "session")}
+  WHERE ${NOTHING_IN_SESSION}`;
 
 /** Once no expired trace is left: old sessions that have nothing left in them. */
 const DELETE_EMPTY_OLD_SESSIONS = `
@@ -111,7 +124,7 @@ DELETE FROM records WHERE rid IN (
 /** Held updates received before the cut-off (by `record_patches_run`). */
 const OLD_PATCHES = `
   SELECT p.rowid FROM target_runs AS tr
-  CROSS JOIN record_patches AS p ON p.run_id = tr.run_id AND p.created_at < tr.cutoff`;
+  CROSS JOIN record_patches AS p ON ${PATCH_BEFORE_CUTOFF}`;
 
 const DELETE_OLD_PATCHES = `
 WITH ${ACTIVE}, ${TARGET_RUNS}
@@ -167,19 +180,9 @@ export const PATCHES_REMOVED_INDEX = EXPIRY_CHUNK_STATEMENTS.indexOf(PATCHES_REM
  * session with a young trace, stay).
  */
 export const PROJECTS_WITH_EXPIRED_DATA = `
-WITH target_runs AS (
-  SELECT t.project_id, ru.id AS run_id, t.cutoff FROM (
-    SELECT json_extract(value, '$[0]') AS project_id, json_extract(value, '$[1]') AS cutoff FROM json_each(?1)
-  ) AS t CROSS JOIN runs AS ru ON ru.project_id = t.project_id
-)
+WITH ${targetRuns("always")}
 SELECT DISTINCT tr.project_id FROM target_runs AS tr
-WHERE EXISTS (SELECT 1 FROM records AS r WHERE r.run_id = tr.run_id AND r.record_type = 'trace' AND r.created_at < tr.cutoff)
-  OR EXISTS (
-    SELECT 1 FROM records AS s WHERE s.run_id = tr.run_id AND s.record_type = 'span' AND s.created_at < tr.cutoff
-      AND NOT EXISTS (SELECT 1 FROM records AS t WHERE t.project_id = s.project_id AND t.id = s.trace_id AND t.record_type = 'trace')
-  )
-  OR EXISTS (
-    SELECT 1 FROM records AS se WHERE se.run_id = tr.run_id AND se.record_type = 'session' AND se.created_at < tr.cutoff
-      AND NOT EXISTS (SELECT 1 FROM records AS c WHERE c.session_id = se.id AND c.record_type IN ('trace', 'span') AND +c.run_id = se.run_id)
-  )
-  OR EXISTS (SELECT 1 FROM record_patches AS p WHERE p.run_id = tr.run_id AND p.created_at < tr.cutoff)`;
+WHERE EXISTS (SELECT 1 FROM records AS r WHERE ${olderThanCutoff("r", "trace")})
+  OR EXISTS (SELECT 1 FROM records AS s WHERE ${olderThanCutoff("s", "span")} AND ${TRACE_NOT_HERE})
+  OR EXISTS (SELECT 1 FROM records AS se WHERE ${olderThanCutoff("se", "session")} AND ${NOTHING_IN_SESSION})
+  OR EXISTS (SELECT 1 FROM record_patches AS p WHERE ${PATCH_BEFORE_CUTOFF})`;

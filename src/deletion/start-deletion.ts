@@ -41,14 +41,19 @@ export async function anyMatch(env: Env, selector: MetadataSelector): Promise<bo
  */
 export const IMMEDIATE_FALLBACK_DELAY_SECONDS = 60;
 
-/** Sends the job's messages; if that fails the job can never run, so it is marked failed. */
-async function enqueue(env: Env, jobId: string, shards: readonly (string | undefined)[], delaySeconds = 0): Promise<void> {
+const NOT_QUEUED = "The job could not be queued; nothing more will be deleted. Submit the request again.";
+
+/**
+ * Sends the job's messages, one per part (undefined: every open part); if that fails the job can
+ * never run, so it is marked failed with `failureMessage`.
+ */
+export async function enqueueJob(env: Env, jobId: string, shards: readonly (string | undefined)[], delaySeconds = 0, failureMessage = NOT_QUEUED): Promise<void> {
   const messages = shards.map((shard) => ({ body: shard === undefined ? { jobId } : { jobId, shard }, ...(delaySeconds > 0 ? { delaySeconds } : {}) }));
   try {
     if (messages.length === 1) await env.DELETION_QUEUE.send(messages[0]!.body, delaySeconds > 0 ? { delaySeconds } : undefined);
     else if (messages.length > 1) await env.DELETION_QUEUE.sendBatch(messages);
   } catch (error) {
-    await failJob(env, jobId, "The job could not be queued; nothing more will be deleted. Submit the request again.");
+    await failJob(env, jobId, failureMessage);
     throw error;
   }
 }
@@ -61,7 +66,7 @@ export async function startQueuedDeletion(env: Env, submitter: Submitter, reques
     request,
     status: "queued",
   });
-  await enqueue(env, jobId, await openParts(env, jobId));
+  await enqueueJob(env, jobId, await openParts(env, jobId));
   return jobId;
 }
 
@@ -95,7 +100,7 @@ export async function deleteWithinRequest(
     request,
     status: "running",
   });
-  await enqueue(env, jobId, [undefined], IMMEDIATE_FALLBACK_DELAY_SECONDS);
+  await enqueueJob(env, jobId, [undefined], IMMEDIATE_FALLBACK_DELAY_SECONDS);
   const work = (async (): Promise<ImmediateOutcome> => {
     let unfinished: string[] = [];
     try {
@@ -112,7 +117,7 @@ export async function deleteWithinRequest(
       spans: row?.spansDeleted ?? 0,
     };
     const finished = row?.status === "completed";
-    if (!finished && unfinished.length > 0) await enqueue(env, jobId, unfinished);
+    if (!finished && unfinished.length > 0) await enqueueJob(env, jobId, unfinished);
     return { jobId, finished, deleted };
   })();
   waitUntil(work.catch(() => undefined));

@@ -12,7 +12,8 @@
  * organization that has something to erase.
  */
 import { nowMicros as currentMicros } from "../db/client";
-import { EXPIRE_RETENTION, type ExpiringProject, failJob } from "../deletion/deletion-jobs";
+import { EXPIRE_RETENTION, type ExpiringProject, insertOrgJob } from "../deletion/deletion-jobs";
+import { enqueueJob } from "../deletion/start-deletion";
 import { PROJECTS_WITH_EXPIRED_DATA } from "../deletion/expiry-sql";
 import type { Env } from "../env";
 import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
@@ -63,24 +64,11 @@ async function projectsWithExpiredData(env: Env, shard: string, projects: readon
 }
 
 /** Stores one organization's expiry job and its parts, then queues one message per part. */
-async function startExpiryJob(env: Env, organizationId: string, projects: readonly ExpiringProject[], shards: readonly string[], now: number): Promise<string> {
-  const jobId = crypto.randomUUID();
-  await env.DB.batch([
-    env.DB.prepare(
-      `INSERT INTO org_jobs (id, organization_id, job_name, status, request_data, created_by, created_at, updated_at)
-       VALUES (?1, ?2, '${EXPIRE_RETENTION}', 'queued', ?3, '${RETENTION_SUBMITTER}', ?4, ?4)`,
-    ).bind(jobId, organizationId, JSON.stringify({ projects }), now),
-    ...shards.map((shard) =>
-      env.DB.prepare(`INSERT INTO org_job_shards (job_id, shard, status, updated_at) VALUES (?1, ?2, 'queued', ?3)`).bind(jobId, shard, now),
-    ),
-  ]);
-  try {
-    await env.DELETION_QUEUE.sendBatch(shards.map((shard) => ({ body: { jobId, shard } })));
-  } catch (error) {
-    // A job no message names would stay queued for ever and block the next hours' expiries.
-    await failJob(env, jobId, "The expiry could not be queued; the next hourly run tries again.");
-    throw error;
-  }
+async function startExpiryJob(env: Env, organizationId: string, projects: ExpiringProject[], shards: readonly string[]): Promise<string> {
+  const jobId = await insertOrgJob(env, { organizationId, createdBy: RETENTION_SUBMITTER, jobName: EXPIRE_RETENTION, request: { projects }, status: "queued", shards });
+  // Failed if it cannot be queued: a job no message names would stay queued for ever and block
+  // the next hours' expiries.
+  await enqueueJob(env, jobId, shards, 0, "The expiry could not be queued; the next hourly run tries again.");
   return jobId;
 }
 
@@ -129,7 +117,7 @@ export async function scheduleExpiry(env: Env, scheduledMicros: number = current
   for (const [organizationId, projects] of expiring) {
     const shards = [...new Set(projects.map((p) => shardOf.get(p.project_id)!))].sort();
     try {
-      const jobId = await startExpiryJob(env, organizationId, projects, shards, currentMicros());
+      const jobId = await startExpiryJob(env, organizationId, projects, shards);
       outcome.jobs.push({ jobId, organizationId, projects: projects.length, shards });
     } catch (error) {
       console.error(`retention: could not start the expiry of organization ${organizationId}: ${error instanceof Error ? error.message : String(error)}`);
