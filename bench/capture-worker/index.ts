@@ -7,6 +7,10 @@ import service from "../../src/index";
 import { type D1Call, observeD1 } from "../../src/http/d1-round-trips";
 import type { Env } from "../../src/env";
 
+// The service's Durable Objects (its scan slots and password guard), which its bindings name.
+export { PasswordGuard } from "../../src/limits/password-guard";
+export { ScanSlots } from "../../src/limits/scan-slots";
+
 let lastCalls: D1Call[] = [];
 
 export default {
