@@ -206,7 +206,8 @@ describe("deletion queue consumer", () => {
     const job = await getJob(admin, jobId);
     expect(job.status).toBe("completed");
     expect(job.progress).toEqual({ sessions_deleted: 0, traces_deleted: 5, spans_deleted: 15 });
-    const left = await allRecordDbs.prepare("SELECT count(*) AS n FROM record_metadata WHERE organization_id = ? AND key = 'user' AND value = ?")
+    const left = await allRecordDbs
+      .prepare("SELECT count(*) AS n FROM record_metadata AS m JOIN run_families AS f ON f.key = m.family_key WHERE f.organization_id = ? AND m.key = 'user' AND m.value = ?")
       .bind(admin.organizationId, value)
       .first<{ n: number }>();
     expect(left!.n).toBe(0);

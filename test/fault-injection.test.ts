@@ -49,7 +49,7 @@ async function fetchWith(db: D1Database, path: string, method: string, body: unk
 /** The run's records and side rows, without what differs between two runs by construction. */
 async function stateOf(run: Run): Promise<unknown> {
   const records = await allRecordDbs.prepare("SELECT * FROM records WHERE project_id = ? ORDER BY id").bind(run.projectId).all<Record<string, unknown>>();
-  const strip = ({ rid: _r, project_id: _p, run_id: _u, created_at: _c, ...rest }: Record<string, unknown>) => rest;
+  const strip = ({ rid: _r, family_key: _f, project_id: _p, run_id: _u, created_at: _c, ...rest }: Record<string, unknown>) => rest;
   const side = async (table: string, columns: string) =>
     (await allRecordDbs.prepare(`SELECT s.record_id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid WHERE r.project_id = ? ORDER BY 1, 2`).bind(run.projectId).all())
       .results;

@@ -119,7 +119,7 @@ async function send(c: Call): Promise<void> {
 /** What the run holds, without what differs by construction (project, run, row keys, server clock). */
 async function stateOf(s: Stream): Promise<unknown> {
   const records = await allRecordDbs.prepare("SELECT * FROM records WHERE project_id = ? ORDER BY id").bind(s.projectId).all<Record<string, unknown>>();
-  const strip = ({ rid: _r, project_id: _p, run_id: _u, organization_id: _o, updated_at: _t, ...rest }: Record<string, unknown>) => rest;
+  const strip = ({ rid: _r, family_key: _f, project_id: _p, run_id: _u, organization_id: _o, updated_at: _t, ...rest }: Record<string, unknown>) => rest;
   const side = async (table: string, columns: string) =>
     (
       await allRecordDbs.prepare(`SELECT s.record_id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid WHERE r.project_id = ? ORDER BY 1, 2`)

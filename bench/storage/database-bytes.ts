@@ -53,7 +53,7 @@ export async function databaseBytes(file: string): Promise<DatabaseBytes> {
 }
 
 /** The tables whose size grows with the records: the records and their side rows. */
-export const RECORD_TABLES = ["records", "record_metadata", "record_tags", "record_metrics"] as const;
+export const RECORD_TABLES = ["records", "record_metadata", "record_tags", "record_metrics", "metric_keys", "run_families"] as const;
 
 /** The bytes of the record tables and all their indexes. */
 export function recordBytes(db: DatabaseBytes): number {

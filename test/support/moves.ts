@@ -74,10 +74,11 @@ export type ProjectState = Record<
 /** The project's stored state on one database: everything but rowids, in key order. */
 export async function projectState(db: D1Database, projectId: string): Promise<ProjectState> {
   const all = async (sql: string) => (await db.prepare(sql).bind(projectId).all<Row>()).results;
-  const records = (await all("SELECT * FROM records WHERE project_id = ?1 ORDER BY id")).map(({ rid: _rid, ...rest }) => rest);
+  // Row keys (rid) and family keys are local to each database: not part of the state.
+  const records = (await all("SELECT * FROM records WHERE project_id = ?1 ORDER BY id")).map(({ rid: _rid, family_key: _family, ...rest }) => rest);
   const side = (table: string, key: string) =>
     all(`SELECT s.* FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid WHERE r.project_id = ?1 ORDER BY s.record_id, s.${key}`).then((rows) =>
-      rows.map(({ record_rid: _r, ...rest }) => rest),
+      rows.map(({ record_rid: _r, family_key: _family, ...rest }) => rest),
     );
   return {
     records,
