@@ -11,6 +11,7 @@ import worker from "../src/index";
 import { call } from "./support/client";
 import { recordDatabases } from "./support/record-dbs";
 import type { Tenant } from "./support/tenants";
+import { METRIC_ROWS } from "./support/metric-rows";
 
 export const DELETION_QUEUE = "trace-store-deletions";
 export const DEAD_LETTER_QUEUE = "trace-store-deletions-dlq";
@@ -76,7 +77,7 @@ export async function snapshot(): Promise<Snapshot> {
   for (const [table, order] of Object.entries(SNAPSHOT_ORDER) as [keyof Snapshot, string][]) {
     const parts = await Promise.all(
       databases.map(async (db, index) =>
-        (await db.prepare(`SELECT * FROM ${table} ORDER BY ${order}`).all<Row>()).results.map((row): Row => ({ ...row, db: index })),
+        (await db.prepare(`SELECT * FROM ${table === "record_metrics" ? METRIC_ROWS : table} ORDER BY ${order}`).all<Row>()).results.map((row): Row => ({ ...row, db: index })),
       ),
     );
     const rows = parts.flat();

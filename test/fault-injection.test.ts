@@ -16,6 +16,7 @@ import { DELETION_QUEUE, capturingBindings, createRun, deliver, expectedDeletion
 import { type FaultMode, faultyD1 } from "./support/faulty-d1";
 import { type Tenant, createTenant } from "./support/tenants";
 import { allRecordDbs } from "./support/record-dbs";
+import { METRIC_ROWS } from "./support/metric-rows";
 
 const MODES: FaultMode[] = ["before", "after", "inside"];
 const uuid = () => crypto.randomUUID();
@@ -58,7 +59,7 @@ async function stateOf(run: Run): Promise<unknown> {
     records: records.results.map(strip),
     metadata: await side("record_metadata", "s.key, s.value"),
     tags: await side("record_tags", "s.tag"),
-    metrics: await side("record_metrics", "s.name, s.value"),
+    metrics: await side(METRIC_ROWS, "s.name, s.value"),
     columns: columns.results,
   };
 }

@@ -8,6 +8,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
 import { allRecordDbs, databaseFor } from "./support/record-dbs";
+import { METRIC_ROWS } from "./support/metric-rows";
 
 interface StoredRecord {
   id: string;
@@ -254,17 +255,20 @@ describe("a nested trace", () => {
     expect(JSON.parse(trace.user_metadata)).toEqual({ customer: "acme", attempt: "2", beta: "true" });
     expect(JSON.parse(trace.tags)).toEqual(["prod", "v2", "prod"]);
     expect(JSON.parse(trace.metrics)).toEqual({ toxicity: 0.05 });
-    expect(await rows("SELECT key, value, run_id, record_type, organization_id FROM record_metadata WHERE record_id = ? ORDER BY key", ids.trace)).toEqual([
+    expect(await rows(
+        "SELECT m.key, m.value, f.run_id, f.record_type, f.organization_id FROM record_metadata AS m JOIN run_families AS f ON f.key = m.family_key WHERE m.record_id = ? ORDER BY m.key",
+        ids.trace,
+      )).toEqual([
       { key: "attempt", value: "2", run_id: logStreamId, record_type: "trace", organization_id: tenant.organizationId },
       { key: "beta", value: "true", run_id: logStreamId, record_type: "trace", organization_id: tenant.organizationId },
       { key: "customer", value: "acme", run_id: logStreamId, record_type: "trace", organization_id: tenant.organizationId },
     ]);
     // Duplicate tags are one row.
-    expect(await rows("SELECT tag, record_type FROM record_tags WHERE record_id = ? ORDER BY tag", ids.trace)).toEqual([
+    expect(await rows("SELECT t.tag, f.record_type FROM record_tags AS t JOIN run_families AS f ON f.key = t.family_key WHERE t.record_id = ? ORDER BY t.tag", ids.trace)).toEqual([
       { tag: "prod", record_type: "trace" },
       { tag: "v2", record_type: "trace" },
     ]);
-    expect(await rows("SELECT name, value, record_type FROM record_metrics WHERE record_id = ? ORDER BY name", ids.llm)).toEqual([
+    expect(await rows(`SELECT name, value, record_type FROM ${METRIC_ROWS} WHERE record_id = ? ORDER BY name`, ids.llm)).toEqual([
       { name: "num_input_tokens", value: 12, record_type: "span" },
       { name: "num_output_tokens", value: 5, record_type: "span" },
       { name: "toxicity", value: 0.01, record_type: "span" },
@@ -408,7 +412,7 @@ describe("re-ingest", () => {
     ]);
     expect(await rows("SELECT tag FROM record_tags WHERE record_id = ? ORDER BY tag", traceId)).toEqual([{ tag: "both" }, { tag: "new" }]);
     expect(await rows("SELECT tag FROM record_tags WHERE record_id = ?", childId)).toEqual([{ tag: "t" }]);
-    expect(await rows("SELECT name, value FROM record_metrics WHERE record_id = ? ORDER BY name", traceId)).toEqual([
+    expect(await rows(`SELECT name, value FROM ${METRIC_ROWS} WHERE record_id = ? ORDER BY name`, traceId)).toEqual([
       { name: "latency", value: 3 },
       { name: "toxicity", value: 0.1 },
     ]);
@@ -482,11 +486,11 @@ describe("an id that belongs to another run", () => {
     expect(JSON.parse(victim!.user_metadata)).toEqual({ owner: "tenant" });
     const sideRows = (table: string, columns: string) =>
       rows(`SELECT ${columns} FROM ${table} WHERE record_rid = ?`, (victim as unknown as { rid: number }).rid);
-    expect(await sideRows("record_metadata", "key, value, organization_id")).toEqual([
+    expect(await sideRows("record_metadata", "key, value, (SELECT organization_id FROM run_families WHERE run_families.key = family_key) AS organization_id")).toEqual([
       { key: "owner", value: "tenant", organization_id: tenant.organizationId },
     ]);
     expect(await sideRows("record_tags", "tag")).toEqual([{ tag: "mine" }]);
-    expect(await sideRows("record_metrics", "name, value")).toEqual([{ name: "toxicity", value: 0.2 }]);
+    expect(await sideRows(METRIC_ROWS, "name, value")).toEqual([{ name: "toxicity", value: 0.2 }]);
   }
 
   it("used by another organization is that organization's own record: no 409 tells it the id exists", async () => {

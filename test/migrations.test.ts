@@ -42,7 +42,12 @@ describe("0005: record ids per project, side rows by rid", () => {
     await applyD1Migrations(db, env.TEST_MIGRATIONS);
 
     const after = (await db.prepare("SELECT * FROM records ORDER BY id").all<Record<string, unknown>>()).results;
-    expect(after.map(({ rid: _rid, ...rest }) => rest)).toEqual(before);
+    expect(after.map(({ rid: _rid, family_key: _familyKey, ...rest }) => rest)).toEqual(before);
+    // 0009: each record carries the key of its run's family.
+    const families = (
+      await db.prepare("SELECT r.id, f.run_id, f.record_type FROM records AS r JOIN run_families AS f ON f.key = r.family_key ORDER BY r.id").all()
+    ).results;
+    expect(families).toEqual(records.map(([id, family]) => ({ id, run_id: run, record_type: family })).sort((a, b) => a.id.localeCompare(b.id)));
     const joined = async (table: string, columns: string) =>
       (await db.prepare(`SELECT r.id, ${columns} FROM ${table} AS s JOIN records AS r ON r.rid = s.record_rid AND r.id = s.record_id ORDER BY 1, 2`).all()).results;
     expect(await joined("record_metadata", "s.key, s.value")).toEqual([
@@ -53,15 +58,35 @@ describe("0005: record ids per project, side rows by rid", () => {
       { id: "trace-1", tag: "a" },
       { id: "trace-1", tag: "b" },
     ]);
-    expect(await joined("record_metrics", "s.name, s.value")).toEqual([
+    const metricRows = async () =>
+      (
+        await db
+          .prepare("SELECT r.id, k.name, s.value FROM record_metrics AS s JOIN metric_keys AS k ON k.key = s.metric_key JOIN records AS r ON r.rid = s.record_rid AND r.id = s.record_id AND r.family_key = k.family_key ORDER BY 1, 2")
+          .all()
+      ).results;
+    expect(await metricRows()).toEqual([
       { id: "span-1", name: "num_input_tokens", value: 3 },
+      { id: "trace-1", name: "toxicity", value: 0.5 },
+    ]);
+    // 0009's triggers keep the metric rows equal to the JSON from then on.
+    await db.prepare(`UPDATE records SET metrics = '{"num_input_tokens":4,"cost":0.25}' WHERE id = 'span-1'`).run();
+    expect(await metricRows()).toEqual([
+      { id: "span-1", name: "cost", value: 0.25 },
+      { id: "span-1", name: "num_input_tokens", value: 4 },
       { id: "trace-1", name: "toxicity", value: 0.5 },
     ]);
     // The cascade from records to side rows is in place, and so are the guard triggers.
     await db.prepare("DELETE FROM records WHERE id = 'trace-1'").run();
     expect((await db.prepare("SELECT count(*) AS n FROM record_tags").first<{ n: number }>())!.n).toBe(0);
+    expect(await metricRows()).toEqual([
+      { id: "span-1", name: "cost", value: 0.25 },
+      { id: "span-1", name: "num_input_tokens", value: 4 },
+    ]);
     const triggers = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string }>()).results;
     expect(triggers.map((t) => t.name)).toEqual([
+      "record_metrics_on_delete",
+      "record_metrics_on_insert",
+      "record_metrics_on_update",
       "record_patches_changes_while_exporting_delete",
       "record_patches_changes_while_exporting_insert",
       "record_patches_changes_while_exporting_update",
@@ -76,6 +101,7 @@ describe("0005: record ids per project, side rows by rid", () => {
       "records_project_on_shard_insert",
       "records_project_on_shard_update",
       "run_columns_metric_name_limit",
+      "runs_families",
     ]);
   });
 

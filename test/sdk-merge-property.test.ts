@@ -12,6 +12,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
 import { allRecordDbs } from "./support/record-dbs";
+import { METRIC_ROWS } from "./support/metric-rows";
 
 interface Stream {
   projectId: string;
@@ -131,7 +132,7 @@ async function stateOf(s: Stream): Promise<unknown> {
     records: records.results.map(strip),
     metadata: await side("record_metadata", "s.key, s.value"),
     tags: await side("record_tags", "s.tag"),
-    metrics: await side("record_metrics", "s.name, s.value"),
+    metrics: await side(METRIC_ROWS, "s.name, s.value"),
     held: held!.n,
   };
 }

@@ -29,63 +29,63 @@ const leaf = (type: string, column_id: string, operator: string, value: unknown)
 const iso = (micros: number) => new Date(micros / 1000).toISOString();
 
 const SHAPES: Record<string, Shape> = {
-  "first page": { family: "span", body: {}, plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/] },
+  "first page": { family: "span", body: {}, plan: [/SEARCH r USING INDEX records_family_order \(family_key=\?\)/] },
   "date range": {
     family: "span",
     body: { filters: [leaf("date", "created_at", "gte", iso(T0 + 1e9)), leaf("date", "created_at", "lt", iso(T0 + 2e9))] },
-    plan: [/SEARCH r USING (COVERING )?INDEX records_run_order \(run_id=\? AND record_type=\? AND created_at>\? AND created_at<\?\)/],
+    plan: [/SEARCH r USING (COVERING )?INDEX records_family_order \(family_key=\? AND created_at>\? AND created_at<\?\)/],
   },
   "type and model": {
     family: "span",
     body: { filters: [leaf("text", "type", "eq", "llm"), leaf("text", "model", "eq", "model-3")] },
-    plan: [/SEARCH r USING INDEX records_run_(model|type)_order \(run_id=\? AND record_type=\? AND (model|type)=\?\)/],
+    plan: [/SEARCH r USING INDEX records_family_(model|type)_order \(family_key=\? AND (model|type)=\?\)/],
   },
   "user_metadata eq": {
     family: "trace",
     body: { filters: [leaf("text", "user_metadata.customer", "eq", "c17")] },
-    plan: [/SEARCH dd USING COVERING INDEX record_metadata_run_key_value_order \(run_id=\? AND record_type=\? AND key=\? AND value=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
+    plan: [/SEARCH dd USING COVERING INDEX record_metadata_family_key_value_order \(family_key=\? AND key=\? AND value=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
   },
   "user_metadata eq and a date range": {
     family: "trace",
     body: { filters: [leaf("text", "user_metadata.customer", "eq", "c17"), leaf("date", "created_at", "gt", iso(T0))] },
-    plan: [/SEARCH dd USING COVERING INDEX record_metadata_run_key_value_order \(run_id=\? AND record_type=\? AND key=\? AND value=\? AND created_at>\?\)/],
+    plan: [/SEARCH dd USING COVERING INDEX record_metadata_family_key_value_order \(family_key=\? AND key=\? AND value=\? AND created_at>\?\)/],
   },
   "tag contains": {
     family: "trace",
     body: { filters: [leaf("collection", "tags", "contains", "tag-7")] },
-    plan: [/SEARCH dt USING COVERING INDEX record_tags_run_tag_order \(run_id=\? AND record_type=\? AND tag=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
+    plan: [/SEARCH dt USING COVERING INDEX record_tags_family_tag_order \(family_key=\? AND tag=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
   },
   "metric gt, sorted by it": {
     family: "span",
     body: { filters: [leaf("number", "metrics/toxicity", "gt", 0.9)], sort: { column_id: "metrics/toxicity", ascending: false } },
-    plan: [/SEARCH dm USING COVERING INDEX record_metrics_run_name_value \(run_id=\? AND record_type=\? AND name=\? AND value>\?\)/],
+    plan: [/SEARCH dm USING PRIMARY KEY \(metric_key=\? AND value>\?\)/],
   },
   "metric sort, records without it last": {
     family: "trace",
     body: { sort: { column_id: "metrics/toxicity" } },
-    plan: [/SEARCH dm USING COVERING INDEX record_metrics_run_name_value \(run_id=\? AND record_type=\? AND name=\?\)/, /SEARCH r USING INDEX records_run_id_order \(run_id=\? AND record_type=\?\)/],
+    plan: [/SEARCH dm USING PRIMARY KEY \(metric_key=\?\)/, /SEARCH r USING INDEX records_family_id_order \(family_key=\?\)/],
   },
   "not (or of two leaves)": {
     family: "span",
     body: { filter_tree: { not: { or: [{ filter: leaf("text", "type", "eq", "tool") }, { filter: leaf("number", "status_code", "gte", 500) }] } } },
-    plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/],
+    plan: [/SEARCH r USING INDEX records_family_order \(family_key=\?\)/],
   },
   "input contains (a scan of the run, in order)": {
     family: "span",
     body: { filters: [leaf("text", "input", "contains", "topic 4321")] },
-    plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/],
+    plan: [/SEARCH r USING INDEX records_family_order \(family_key=\?\)/],
   },
-  "deep page": { family: "span", body: { starting_token: 5_000 }, plan: [/SEARCH r USING INDEX records_run_order \(run_id=\? AND record_type=\?\)/] },
-  "sorted by id": { family: "span", body: { sort: { column_id: "id", ascending: false } }, plan: [/SEARCH r USING (COVERING )?INDEX records_run_id_order \(run_id=\? AND record_type=\?\)/] },
+  "deep page": { family: "span", body: { starting_token: 5_000 }, plan: [/SEARCH r USING INDEX records_family_order \(family_key=\?\)/] },
+  "sorted by id": { family: "span", body: { sort: { column_id: "id", ascending: false } }, plan: [/SEARCH r USING (COVERING )?INDEX records_family_id_order \(family_key=\?\)/] },
   "traces with span counts": {
     family: "trace",
     body: { include_counts: true },
-    plan: [/SEARCH r USING INDEX records_run_order/, /SEARCH c USING INDEX records_trace \(trace_id=\? AND record_type=\?\)/],
+    plan: [/SEARCH r USING INDEX records_family_order/, /SEARCH c USING INDEX records_trace \(trace_id=\? AND record_type=\?\)/],
   },
   "sessions with trace counts": {
     family: "session",
     body: { include_counts: true },
-    plan: [/SEARCH r USING INDEX records_run_order/, /SEARCH c USING INDEX records_session \(session_id=\? AND record_type=\?\)/],
+    plan: [/SEARCH r USING INDEX records_family_order/, /SEARCH c USING INDEX records_session \(session_id=\? AND record_type=\?\)/],
   },
 };
 
@@ -135,9 +135,12 @@ beforeAll(async () => {
          CASE WHEN i % 11 <> 0 AND (i * 7) % 6 >= 3 THEN 'model-' || (i % 8) END
        FROM n`,
     ).bind(traces, ORG, PROJECT, RUN, OTHER_RUN, T0),
-    env.DB.prepare("INSERT INTO record_metadata SELECT rid, id, 'customer', 'c' || (rid * 13 % 100), organization_id, run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND organization_id = ?").bind(ORG),
-    env.DB.prepare("INSERT INTO record_tags SELECT rid, id, 'tag-' || (rid * 17 % 20), run_id, record_type, created_at FROM records WHERE record_type <> 'session' AND rid % 3 <> 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
-    env.DB.prepare("INSERT INTO record_metrics SELECT rid, id, 'toxicity', (rid * 37 % 1000) / 1000.0, run_id, record_type, created_at FROM records WHERE type IN ('llm', 'trace') AND rid % 2 = 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
+    // Each record in its run's family (what the ingest upsert sets).
+    env.DB.prepare("UPDATE records SET family_key = (SELECT f.key FROM run_families AS f WHERE f.run_id = records.run_id AND f.record_type = records.record_type) WHERE organization_id = ?").bind(ORG),
+    env.DB.prepare("INSERT INTO record_metadata (record_rid, record_id, key, value, family_key, created_at) SELECT rid, id, 'customer', 'c' || (rid * 13 % 100), family_key, created_at FROM records WHERE record_type <> 'session' AND organization_id = ?").bind(ORG),
+    env.DB.prepare("INSERT INTO record_tags (record_rid, record_id, tag, family_key, created_at) SELECT rid, id, 'tag-' || (rid * 17 % 20), family_key, created_at FROM records WHERE record_type <> 'session' AND rid % 3 <> 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
+    // Metric rows follow the metrics JSON (record_metrics_on_update).
+    env.DB.prepare("UPDATE records SET metrics = json_object('toxicity', (rid * 37 % 1000) / 1000.0) WHERE type IN ('llm', 'trace') AND rid % 2 = 0 AND run_id IN (?, ?)").bind(RUN, OTHER_RUN),
   ]);
 });
 

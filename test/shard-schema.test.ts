@@ -9,10 +9,12 @@ import { describe, expect, it } from "vitest";
 
 const SHARD_TABLES = [
   "runs",
+  "run_families",
   "records",
   "record_metadata",
   "record_tags",
   "record_metrics",
+  "metric_keys",
   "run_columns",
   "record_patches",
   "record_tombstones",

@@ -210,20 +210,28 @@ export const records = sqliteTable(
     evaluatorName: text("evaluator_name"),
     selectorPath: text("selector_path"),
     previousSessionId: text("previous_session_id"),
+    /**
+     * The record's run and family as one small integer (run_families.key): what the search
+     * indexes lead with instead of the 36-character run id and the family's name (docs/schema.md,
+     * "Storage per record"). Set by the upsert from run_families, never changed (a record keeps
+     * its run and family: records_ownership_guard). The default is never used: an explicit NULL
+     * (a run without families) fails the NOT NULL constraint.
+     */
+    familyKey: integer("family_key").notNull().default(0),
   },
   (t) => [
     // Upserts by the client's id, and lookups by id, always within one project.
     uniqueIndex("records_project_record_id").on(t.projectId, t.id),
-    // Native order (created_at desc, id desc) and date ranges within a run.
-    index("records_run_order").on(t.runId, t.recordType, t.createdAt, t.id),
-    // Id order within a run: search sorted by `id`, and the records without a value of a metric
-    // that a metric-sorted search lists last (src/search/compile-search-query.ts).
-    index("records_run_id_order").on(t.runId, t.recordType, t.id),
-    // `type` = <kind> within a run, in native order.
-    index("records_run_type_order").on(t.runId, t.recordType, t.type, t.createdAt, t.id),
+    // Native order (created_at desc, id desc) and date ranges within a run's family.
+    index("records_family_order").on(t.familyKey, t.createdAt, t.id),
+    // Id order within a run's family: search sorted by `id`, and the records without a value of
+    // a metric that a metric-sorted search lists last (src/search/compile-search-query.ts).
+    index("records_family_id_order").on(t.familyKey, t.id),
+    // `type` = <kind> within a run's family, in native order.
+    index("records_family_type_order").on(t.familyKey, t.type, t.createdAt, t.id),
     // `model` = <name> (llm spans) in native order.
-    index("records_run_model_order")
-      .on(t.runId, t.recordType, t.model, t.createdAt, t.id)
+    index("records_family_model_order")
+      .on(t.familyKey, t.model, t.createdAt, t.id)
       .where(sql`model IS NOT NULL`),
     // Session lookup by the client's external id (the SDK's startSession).
     index("records_run_external_id")
@@ -237,18 +245,45 @@ export const records = sqliteTable(
 );
 
 /**
+ * The families (session, trace, span) of every run, each with a small integer key that records
+ * and side rows carry instead of (run_id, record_type): 36 + 4 to 7 bytes in every search index
+ * entry become 1 or 2 (docs/schema.md, "Storage per record"). Rows are made by the
+ * `runs_families` trigger when a run row is written, in every database that holds a copy of the
+ * run, and are never removed. `key` is an INTEGER PRIMARY KEY, so it never changes (VACUUM
+ * renumbers only implicit rowids); it is local to the database: a moved project's records get
+ * the target's keys when they are written there through the ingest path.
+ */
+export const runFamilies = sqliteTable(
+  "run_families",
+  {
+    key: integer("key").primaryKey(),
+    runId: text("run_id").notNull(),
+    recordType: text("record_type", { enum: ["session", "trace", "span"] }).notNull(),
+    /** The run's organization: deletion by metadata finds an organization's families by it. */
+    organizationId: text("organization_id").notNull(),
+  },
+  (t) => [
+    uniqueIndex("run_families_run_type").on(t.runId, t.recordType),
+    index("run_families_organization_type").on(t.organizationId, t.recordType),
+  ],
+);
+
+/**
  * Side rows reference their record by `rid` and are WITHOUT ROWID tables keyed by
  * (record_rid, ...) (the migration says so: drizzle's DSL cannot), so every secondary index
- * carries the record's rid and a search joins back to `records` by rowid. They also repeat the
- * record's client id (`record_id`), which the order indexes end with: the native order breaks
- * created_at ties by id.
+ * carries the record's rid and a search joins back to `records` by rowid. They carry the
+ * record's family key and repeat its client id (`record_id`) and created_at, which the order
+ * indexes end with: the native order breaks created_at ties by id.
  */
 const recordRid = () =>
   integer("record_rid")
     .notNull()
     .references(() => records.rid, { onDelete: "cascade" });
 
-/** One row per (record, metadata key). Serves metadata filters and deletion by metadata. */
+/**
+ * One row per (record, metadata key). Serves metadata filters and deletion by metadata (which
+ * finds an organization's matches through its families: run_families_organization_type).
+ */
 export const recordMetadata = sqliteTable(
   "record_metadata",
   {
@@ -256,24 +291,14 @@ export const recordMetadata = sqliteTable(
     recordId: text("record_id").notNull(),
     key: text("key").notNull(),
     value: text("value").notNull(),
-    organizationId: text("organization_id").notNull(),
-    runId: text("run_id").notNull(),
-    recordType: text("record_type").notNull(),
+    familyKey: integer("family_key").notNull(),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [
     primaryKey({ columns: [t.recordRid, t.key] }),
-    // `user_metadata.<key>` = value within a run, already in native order.
-    index("record_metadata_run_key_value_order").on(
-      t.runId,
-      t.recordType,
-      t.key,
-      t.value,
-      t.createdAt,
-      t.recordId,
-    ),
-    // Org-wide deletion by key/value.
-    index("record_metadata_org_key_value").on(t.organizationId, t.key, t.value, t.recordType),
+    // `user_metadata.<key>` = value within a run's family, already in native order; deletion's
+    // matches within each of the organization's families.
+    index("record_metadata_family_key_value_order").on(t.familyKey, t.key, t.value, t.createdAt, t.recordId),
   ],
 );
 
@@ -284,32 +309,52 @@ export const recordTags = sqliteTable(
     recordRid: recordRid(),
     recordId: text("record_id").notNull(),
     tag: text("tag").notNull(),
-    runId: text("run_id").notNull(),
-    recordType: text("record_type").notNull(),
+    familyKey: integer("family_key").notNull(),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [
     primaryKey({ columns: [t.recordRid, t.tag] }),
-    index("record_tags_run_tag_order").on(t.runId, t.recordType, t.tag, t.createdAt, t.recordId),
+    index("record_tags_family_tag_order").on(t.familyKey, t.tag, t.createdAt, t.recordId),
   ],
 );
 
-/** One row per (record, metric). Serves metric filters and sorts by metric value. */
+/**
+ * The metric names of each run family, each with a small integer key that the metric rows carry
+ * instead of (family, name). Written by the `record_metrics_*` triggers, never removed (like
+ * run_columns). Local to the database, like run_families.
+ */
+export const metricKeys = sqliteTable(
+  "metric_keys",
+  {
+    key: integer("key").primaryKey(),
+    familyKey: integer("family_key").notNull(),
+    name: text("name").notNull(),
+  },
+  (t) => [uniqueIndex("metric_keys_family_name").on(t.familyKey, t.name)],
+);
+
+/**
+ * One row per (record, metric), in the order a metric filter or sort reads them: a WITHOUT
+ * ROWID table keyed by (metric_key, value, record_id) (the migration says so: drizzle's DSL
+ * cannot), so the table is its own search index and needs no other. Metrics are by far the most
+ * numerous side rows (3.5 per record on the benchmark dataset), which is why they get this
+ * layout. Having no key by record, the rows are maintained by triggers on `records`
+ * (`record_metrics_on_insert`, `_on_update`, `_on_delete`, migration 0009), which see the old
+ * `metrics` JSON and so find the old rows: every write path (ingestion, streaming updates,
+ * moves, deletion, expiry) keeps them equal to the JSON. A test on one record's metric reads the
+ * JSON it already has in hand instead of this table.
+ */
 export const recordMetrics = sqliteTable(
   "record_metrics",
   {
-    recordRid: recordRid(),
-    recordId: text("record_id").notNull(),
-    name: text("name").notNull(),
+    metricKey: integer("metric_key").notNull(),
     value: real("value").notNull(),
-    runId: text("run_id").notNull(),
-    recordType: text("record_type").notNull(),
-    createdAt: integer("created_at").notNull(),
+    /** The record's client id: ties in value are broken by it (the search order). */
+    recordId: text("record_id").notNull(),
+    /** The record's row key, by which a search joins back to `records`. */
+    recordRid: integer("record_rid").notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.recordRid, t.name] }),
-    index("record_metrics_run_name_value").on(t.runId, t.recordType, t.name, t.value, t.recordId),
-  ],
+  (t) => [primaryKey({ columns: [t.metricKey, t.value, t.recordId] })],
 );
 
 /**

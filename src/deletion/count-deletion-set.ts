@@ -37,7 +37,10 @@ interface PageRow {
   roots: number;
   /** Metadata rows the page looked at (roots of projects held elsewhere are not counted). */
   examined: number;
-  last_rid: number | null;
+  /** The keyset of the last metadata row examined (null when none was). */
+  last_family_key: number | null;
+  last_created_at: number | null;
+  last_record_id: string | null;
   traces: number;
   spans: number;
 }
@@ -65,20 +68,21 @@ async function countOnDatabase(d1: D1Database, selector: MetadataSelector, maxPa
     [COUNT_TRACE_PAGE, "traces"],
     [COUNT_SPAN_PAGE, "spans"],
   ] as const) {
-    let after = 0;
+    // Family keys start at 1: (0, 0, '') comes before every metadata row.
+    let after: [familyKey: number, createdAt: number, recordId: string] = [0, 0, ""];
     for (;;) {
       if (pages >= maxPages) return { counts, exact: false, pages };
       pages += 1;
       const page = await d1
         .prepare(sql)
-        .bind(selector.organizationId, selector.key, selector.value, after, PAGE_SIZE)
+        .bind(selector.organizationId, selector.key, selector.value, after[0], PAGE_SIZE, after[1], after[2])
         .first<PageRow>();
-      if (!page || page.examined === 0 || page.last_rid === null) break;
+      if (!page || page.examined === 0 || page.last_family_key === null || page.last_created_at === null || page.last_record_id === null) break;
       if (kind === "sessions") counts.sessions += page.roots;
       counts.traces += page.traces;
       counts.spans += page.spans;
       if (page.examined < PAGE_SIZE) break;
-      after = page.last_rid;
+      after = [page.last_family_key, page.last_created_at, page.last_record_id];
     }
   }
   return { counts, exact: true, pages };

@@ -9,8 +9,9 @@
  * - MP: its spans whose own user_metadata[key] = value, with every span below them.
  * A child belongs to a parent when it names the parent (`session_id`, `trace_id`, `parent_id`)
  * from the same run, as streaming ingestion links them.
- * Matches are found through `record_metadata_org_key_value` (organization_id, key, value,
- * record_type); children through `records_trace` (trace_id, record_type), `records_session`
+ * Matches are found per family of the organization's runs on this database (run_families, by
+ * `run_families_organization_type`) through `record_metadata_family_key_value_order`
+ * (family_key, key, value, created_at, record_id); children through `records_trace` (trace_id, record_type), `records_session`
  * (session_id, record_type) and `records_parent` (parent_id), with the run checked on the row:
  * `+run_id` keeps the planner off the run indexes, which would walk a whole run to find one
  * parent's children. Joins from a bounded set (roots, a page) to `records` are written CROSS
@@ -29,7 +30,8 @@
  * between two chunks therefore never strands records that no longer match: whatever is left is
  * still reachable from a surviving match.
  *
- * Metadata, tag and metric rows go with their record by ON DELETE CASCADE. Held updates
+ * Metadata and tag rows go with their record by ON DELETE CASCADE, metric rows by the
+ * `record_metrics_on_delete` trigger. Held updates
  * (record_patches) of the erased ids go in the same chunk. `changes()` counts only the records.
  */
 
@@ -76,11 +78,19 @@ const HELD_HERE = `NOT EXISTS (
       SELECT 1 FROM records AS held CROSS JOIN shard_projects AS sp ON sp.project_id = held.project_id
       WHERE held.rid = record_metadata.record_rid AND sp.state IN ('importing', 'gone'))`;
 
+/**
+ * The metadata rows of the organization whose key and value are given (by default ?1, ?2, ?3),
+ * in the families of the given record types: FROM and WHERE of a statement reading them as
+ * `record_metadata`.
+ */
+const MATCHES_IN = (types: string, [organization, key, value] = ["?1", "?2", "?3"]) => `run_families AS f
+    CROSS JOIN record_metadata ON record_metadata.family_key = f.key AND record_metadata.key = ${key} AND record_metadata.value = ${value}
+    WHERE f.organization_id = ${organization} AND f.record_type IN (${types})`;
+
 const ROOTS = `
 roots AS (
   SELECT r.rid, r.id, r.record_type AS kind, r.run_id, r.project_id FROM (
-    SELECT record_rid FROM record_metadata
-    WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace')
+    SELECT record_rid FROM ${MATCHES_IN("'session', 'trace'")}
       AND EXISTS (SELECT 1 FROM active) AND ${HELD_HERE}
     LIMIT ?5
   ) AS m CROSS JOIN records AS r ON r.rid = m.record_rid
@@ -128,8 +138,7 @@ const MAX_SPAN_DEPTH = 256;
 const TOMBSTONE_MATCHED_SPAN_LEAVES = `
 WITH RECURSIVE ${ACTIVE},
 seeds AS (
-  SELECT record_rid FROM record_metadata
-  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = 'span' AND EXISTS (SELECT 1 FROM active)
+  SELECT record_rid FROM ${MATCHES_IN("'span'")} AND EXISTS (SELECT 1 FROM active)
     AND ${HELD_HERE}
   LIMIT ?5
 ),
@@ -199,8 +208,8 @@ DELETE FROM record_patches WHERE rowid IN (
 const countDeleted = (column: "spans_deleted" | "traces_deleted" | "sessions_deleted") =>
   statement(`UPDATE shard_jobs SET ${column} = ${column} + changes(), updated_at = ?2 WHERE job_id = ?1`, "jobId", "now");
 
-const MATCHING = (alias = "") =>
-  `${alias}organization_id = ?3 AND ${alias}key = ?4 AND ${alias}value = ?5 AND ${alias}record_type IN ('session', 'trace', 'span')`;
+
+const ALL_KINDS = "'session', 'trace', 'span'";
 
 /** ?1 job id, ?2 now. A queued job becomes running with its first chunk, atomically. */
 const MARK_RUNNING = statement(`UPDATE shard_jobs SET status = 'running', updated_at = ?2 WHERE job_id = ?1 AND status = 'queued'`, "jobId", "now");
@@ -212,7 +221,7 @@ const MARK_RUNNING = statement(`UPDATE shard_jobs SET status = 'running', update
 const COMPLETE_IF_DONE = statement(
   `UPDATE shard_jobs SET status = 'completed', updated_at = ?2
    WHERE job_id = ?1 AND status IN ('queued', 'running')
-     AND NOT EXISTS (SELECT 1 FROM record_metadata WHERE ${MATCHING()} AND ${HELD_HERE})`,
+     AND NOT EXISTS (SELECT 1 FROM ${MATCHES_IN(ALL_KINDS, ["?3", "?4", "?5"])} AND ${HELD_HERE})`,
   "jobId",
   "now",
   "organizationId",
@@ -249,10 +258,7 @@ export const CHUNK_STATEMENTS: readonly ChunkStatement[] = [
 
 /** ?1 organization, ?2 key, ?3 value: is there anything to delete at all? */
 export const ANY_MATCH = `
-SELECT EXISTS (
-  SELECT 1 FROM record_metadata
-  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type IN ('session', 'trace', 'span') AND ${HELD_HERE}
-) AS matched`;
+SELECT EXISTS (SELECT 1 FROM ${MATCHES_IN(ALL_KINDS)} AND ${HELD_HERE}) AS matched`;
 
 /**
  * Dry-run counting walks the matching sessions, then the matching traces, then the matching
@@ -262,8 +268,9 @@ SELECT EXISTS (
  * session matches, else on its trace's page when its trace is counted, else on the page of its
  * highest matching ancestor span (itself included).
  *
- * ?1 organization, ?2 key, ?3 value, ?4 last record_rid seen (0 to start), ?5 page size. Answers
- * the metadata rows examined and the last one's rid, the roots counted (those of projects this
+ * ?1 organization, ?2 key, ?3 value, ?4 ?6 ?7 the last metadata row seen (its family key,
+ * created_at and record id; 0, 0, '' to start: family keys start at 1), ?5 page size. Answers the
+ * metadata rows examined and the last one's keyset, the roots counted (those of projects this
  * database holds), and the traces and spans counted on the page.
  */
 const IN_MATCHING_SESSION = (alias: string) => `EXISTS (
@@ -272,31 +279,49 @@ const IN_MATCHING_SESSION = (alias: string) => `EXISTS (
       AND ms.record_type = 'session' AND m.value = ?3
   )`;
 
-const MATCHING_RECORD = (alias: string, family: string) => `EXISTS (
-    SELECT 1 FROM record_metadata AS m
-    WHERE m.record_rid = ${alias}.rid AND m.key = ?2 AND m.value = ?3 AND m.record_type = '${family}'
+/** Record `alias` (of the family its caller checked) matches on its own metadata. */
+const MATCHING_RECORD = (alias: string) => `EXISTS (
+    SELECT 1 FROM record_metadata AS m WHERE m.record_rid = ${alias}.rid AND m.key = ?2 AND m.value = ?3
   )`;
 
 /** The trace of span `s` is counted (it matches, or its session does). */
 const IN_COUNTED_TRACE = (s: string) => `EXISTS (
     SELECT 1 FROM records AS st WHERE st.project_id = ${s}.project_id AND st.id = ${s}.trace_id AND +st.run_id = ${s}.run_id
-      AND st.record_type = 'trace' AND (${MATCHING_RECORD("st", "trace")} OR ${IN_MATCHING_SESSION("st")})
+      AND st.record_type = 'trace' AND (${MATCHING_RECORD("st")} OR ${IN_MATCHING_SESSION("st")})
   )`;
 
-// The page's metadata rows (`examined`: the keyset moves over them) and their records, but those
-// of projects this database does not hold (a move's copies: docs/sharding.md, "Moving a project"),
-// which their home counts.
+// The page's metadata rows (`examined`: the keyset moves over them, in the order of the
+// organization's families and, within one, of record_metadata_family_key_value_order: the rest of
+// the family the last page ended in, then the families after it) and their records, but those
+// of projects this database does not hold (a move's copies: docs/sharding.md, "Moving a
+// project"), which their home counts.
 const PAGE = (kind: "session" | "trace" | "span") => `
 examined AS MATERIALIZED (
-  SELECT record_rid FROM record_metadata
-  WHERE organization_id = ?1 AND key = ?2 AND value = ?3 AND record_type = '${kind}' AND record_rid > ?4
-  ORDER BY record_rid LIMIT ?5
+  SELECT * FROM (
+    SELECT record_rid, family_key, created_at, record_id FROM record_metadata
+    WHERE family_key = ?4 AND key = ?2 AND value = ?3 AND (created_at, record_id) > (?6, ?7)
+      AND EXISTS (SELECT 1 FROM run_families AS f WHERE f.key = ?4 AND f.organization_id = ?1 AND f.record_type = '${kind}')
+    ORDER BY created_at, record_id LIMIT ?5
+  )
+  UNION ALL
+  SELECT * FROM (
+    SELECT record_metadata.record_rid, record_metadata.family_key, record_metadata.created_at, record_metadata.record_id
+    FROM ${MATCHES_IN(`'${kind}'`)} AND f.key > ?4
+    ORDER BY f.key, record_metadata.created_at, record_metadata.record_id LIMIT ?5
+  )
+  LIMIT ?5
 ),
+last_examined AS (SELECT family_key, created_at, record_id FROM examined ORDER BY family_key DESC, created_at DESC, record_id DESC LIMIT 1),
 page AS (
   SELECT r.rid, r.id, r.run_id, r.project_id, r.session_id, r.trace_id, r.parent_id
   FROM examined AS m CROSS JOIN records AS r ON r.rid = m.record_rid
   WHERE NOT EXISTS (SELECT 1 FROM shard_projects AS sp WHERE sp.project_id = r.project_id AND sp.state IN ('importing', 'gone'))
 )`;
+
+/** The page's keyset columns: where the next page starts. */
+const PAGE_END = `(SELECT family_key FROM last_examined) AS last_family_key,
+  (SELECT created_at FROM last_examined) AS last_created_at,
+  (SELECT record_id FROM last_examined) AS last_record_id`;
 
 const PAGE_TRACE_SPANS = `(SELECT count(*) FROM page_traces AS pt
     CROSS JOIN records AS s ON s.trace_id = pt.id AND s.record_type = 'span' AND +s.run_id = pt.run_id
@@ -311,7 +336,7 @@ page_traces AS (
 SELECT
   (SELECT count(*) FROM page) AS roots,
   (SELECT count(*) FROM examined) AS examined,
-  (SELECT max(record_rid) FROM examined) AS last_rid,
+  ${PAGE_END},
   (SELECT count(*) FROM page_traces) AS traces,
   (SELECT count(*) FROM page AS p
     CROSS JOIN records AS s ON s.session_id = p.id AND s.record_type = 'span' AND +s.run_id = p.run_id)
@@ -325,7 +350,7 @@ page_traces AS (
 SELECT
   (SELECT count(*) FROM page) AS roots,
   (SELECT count(*) FROM examined) AS examined,
-  (SELECT max(record_rid) FROM examined) AS last_rid,
+  ${PAGE_END},
   (SELECT count(*) FROM page_traces) AS traces,
   ${PAGE_TRACE_SPANS} AS spans`;
 
@@ -346,7 +371,7 @@ counted_roots AS (
   WHERE NOT ${IN_MATCHING_SESSION("p")} AND NOT ${IN_COUNTED_TRACE("p")}
     AND NOT EXISTS (
       SELECT 1 FROM ancestors AS a CROSS JOIN records AS ar ON ar.project_id = a.project_id AND ar.id = a.id AND +ar.run_id = a.run_id
-      WHERE a.start = p.rid AND ar.record_type = 'span' AND ${MATCHING_RECORD("ar", "span")}
+      WHERE a.start = p.rid AND ar.record_type = 'span' AND ${MATCHING_RECORD("ar")}
     )
 ),
 subtree(id, run_id) AS (
@@ -357,7 +382,7 @@ subtree(id, run_id) AS (
 SELECT
   (SELECT count(*) FROM page) AS roots,
   (SELECT count(*) FROM examined) AS examined,
-  (SELECT max(record_rid) FROM examined) AS last_rid,
+  ${PAGE_END},
   0 AS traces,
   (SELECT count(*) FROM subtree) AS spans`;
 

@@ -141,11 +141,8 @@ function applyStatements(source: string): string[] {
        updated_at = max(coalesce(records.updated_at, 0), p.updated_at)
      FROM ${source} AS p
      WHERE records.project_id = p.project_id AND records.id = p.record_id AND +records.run_id = p.run_id AND +records.record_type = p.record_type`,
-    // Tag and metric rows follow the record.
-    ...rebuildSideRows(
-      { from: `${source} AS p JOIN records AS r ON ${IN_SCOPE}`, where: "(p.tags IS NOT NULL OR p.duration_ns IS NOT NULL)" },
-      ["record_tags", "record_metrics"],
-    ),
+    // Tag rows follow the record (metric rows follow it by triggers, migration 0009).
+    ...rebuildSideRows({ from: `${source} AS p JOIN records AS r ON ${IN_SCOPE}`, where: "p.tags IS NOT NULL" }, ["record_tags"]),
     // A span is complete when its trace is.
     `UPDATE records SET is_complete = 1
      FROM ${source} AS p

@@ -13,8 +13,9 @@
  * - `user_metadata`, `metrics` and `metric_info` merge key by key under the same rule;
  * - `is_complete` and `has_children` never go back to false; `updated_at` keeps the latest;
  * - `created_at` is fixed by the record's first write.
- * The side rows (metadata, tags, metrics) are then rebuilt from the merged record, so they
- * always equal its JSON whatever order writes arrive in. The `records_ownership_guard` trigger
+ * The side rows (metadata, tags) are then rebuilt from the merged record, so they always equal
+ * its JSON whatever order writes arrive in; the metric rows follow it by triggers (migration
+ * 0009). The `records_ownership_guard` trigger
  * aborts the batch if an id belongs to another run or family of the project.
  *
  * Records erased by a deletion job leave tombstones (src/ingest/tombstones.ts): a record whose
@@ -100,9 +101,10 @@ const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id");
 // per row); the parent index finds the few children, the run is checked on them.
 const UPSERT_RECORDS = `
 WITH incoming AS MATERIALIZED (SELECT value AS record FROM json_each(?1))
-INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children)
+INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children, family_key)
 SELECT ${RECORD_COLUMNS.map(column).join(", ")},
-       EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = ${column("id")} AND +child.run_id = ${column("run_id")})
+       EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = ${column("id")} AND +child.run_id = ${column("run_id")}),
+       (SELECT f.key FROM run_families AS f WHERE f.run_id = ${column("run_id")} AND f.record_type = ${column("record_type")})
 FROM incoming
 WHERE NOT ${TOMBSTONED(column("project_id"), [column("id"), column("trace_id"), column("session_id"), column("parent_id")])}
 ON CONFLICT (project_id, id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = ${MERGE[c] ?? mergeValue(c)}`).join(",\n  ")},
@@ -112,7 +114,6 @@ ON CONFLICT (project_id, id) DO UPDATE SET ${UPDATABLE.map((c) => `${c} = ${MERG
 const REBUILD_SIDE_ROWS = rebuildSideRows({ from: "records AS r", where: "r.project_id = ?2 AND r.id IN (SELECT value FROM json_each(?1))" }, [
   "record_metadata",
   "record_tags",
-  "record_metrics",
 ]);
 
 /**

@@ -3,8 +3,8 @@
  * (docs/retention.md). One round trip to the project's shard: per kind of record, the count, the
  * oldest and newest created_at and how many are older than the retention's cut-off (still
  * stored, hidden from searches, erased by the next hourly expiry), and the held streaming
- * updates. The statement reads the project's entries of `records_run_order` (run_id,
- * record_type, created_at, id), no record row: an index-only walk as long as the project, so it
+ * updates. The statement reads the project's entries of `records_family_order` (family_key,
+ * created_at, id) per run family, no record row: an index-only walk as long as the project, so it
  * holds one of the organization's scan slots like any other walk of a whole run (docs/limits.md).
  */
 import { createRoute, z } from "@hono/zod-openapi";
@@ -27,11 +27,11 @@ export const MEASURED_BYTES_PER_RECORD = 2806;
 
 /** ?1 project, ?2 cut-off (µs; the smallest integer when the project keeps everything). */
 const USAGE_BY_KIND = `
-SELECT r.record_type AS kind, count(*) AS records, min(r.created_at) AS oldest, max(r.created_at) AS newest,
+SELECT f.record_type AS kind, count(*) AS records, min(r.created_at) AS oldest, max(r.created_at) AS newest,
   sum(r.created_at < ?2) AS expired
-FROM runs AS ru CROSS JOIN records AS r ON r.run_id = ru.id
+FROM runs AS ru CROSS JOIN run_families AS f ON f.run_id = ru.id CROSS JOIN records AS r ON r.family_key = f.key
 WHERE ru.project_id = ?1
-GROUP BY r.record_type`;
+GROUP BY f.record_type`;
 
 const HELD_UPDATES = `SELECT count(*) AS held FROM runs AS ru CROSS JOIN record_patches AS p ON p.run_id = ru.id WHERE ru.project_id = ?1`;
 

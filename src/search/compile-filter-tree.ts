@@ -16,7 +16,7 @@ import { type SQL, sql } from "drizzle-orm";
 import type { ColumnRef } from "./search-columns";
 import type { CompareOperator, FilterLeaf, FilterNode } from "./search-query";
 import type { SqlParamPack } from "./sql-param-pack";
-import { from, leafMetadata, leafMetrics, leafTags, r, recordColumn } from "./search-tables";
+import { from, leafMetadata, leafTags, r, RECORD_METRIC_VALUE, recordColumn, recordMetricRows } from "./search-tables";
 
 const COMPARISON: Record<CompareOperator, SQL> = {
   eq: sql.raw("="),
@@ -102,7 +102,7 @@ function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "never" }>, pack: SqlParam
     case "standard":
       return standardLeaf(column, leaf, pack);
     case "metric":
-      return sql`EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordRid} = ${r.rid} AND ${leafMetrics.name} = ${pack.value(column.name)} AND ${valueTest(leafMetrics.value, leaf, pack)})`;
+      return sql`EXISTS (${recordMetricRows(pack.value(column.name))} AND ${valueTest(RECORD_METRIC_VALUE, leaf, pack)})`;
     case "user_metadata":
       return sql`EXISTS (SELECT 1 FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordRid} = ${r.rid} AND ${leafMetadata.key} = ${pack.value(column.key)} AND ${valueTest(leafMetadata.value, leaf, pack)})`;
     case "dataset_metadata":

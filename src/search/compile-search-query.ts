@@ -5,14 +5,16 @@
  *
  * The statement picks the access path that serves both the filter and the order, so that a
  * page costs what it returns rather than what the run holds (docs/search.md, "Query plans"):
- * - a sort on `metrics/<name>` is driven by record_metrics' (run_id, record_type, name, value,
- *   record_id) index (whose entries also carry the record's rid, the WITHOUT ROWID key): records with the metric in value order, then (a second arm, run only when
- *   the page reaches it) the records without it, by id;
+ * - a sort on `metrics/<name>` is driven by record_metrics, a WITHOUT ROWID table keyed by
+ *   (metric_key, value, record_id) whose rows carry the record's rid: records with the metric in
+ *   value order (the key of (family, name) found in metric_keys once, as a constant subquery),
+ *   then (a second arm, run only when the page reaches it) the records without it, by id;
  * - in native order (or sorted by created_at), a top-level `user_metadata.<key>` = value or tag
  *   `contains` leaf is driven by its side table's index, which carries (created_at, record_id)
  *   after the value and so is already in page order;
- * - otherwise the records table, whose indexes carry (run_id, record_type, [type | model,]
- *   created_at, id) for the native order and (run_id, record_type, id) for the id order.
+ * - otherwise the records table, whose indexes carry (family_key, [type | model,] created_at, id)
+ *   for the native order and (family_key, id) for the id order (family_key: the run's family,
+ *   run_families).
  * Side-table drivers are joined with CROSS JOIN, which tells SQLite to keep them as the outer
  * loop whatever its statistics say.
  *
@@ -26,7 +28,7 @@ import type { RunKind } from "../db/schema";
 import { compileFilter, conjunctsOf, DATASET_ENTRY_TEXT, valueTest } from "./compile-filter-tree";
 import type { ColumnRef } from "./search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
-import { child, driverMetadata, driverMetrics, driverTags, from, guardRun, leafMetadata, leafMetrics, r, recordColumn } from "./search-tables";
+import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, guardRun, leafMetadata, metricKey, r, recordColumn, recordMetricRows } from "./search-tables";
 import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
@@ -56,11 +58,11 @@ interface Context {
   columns: SQL;
 }
 
-/** The run and family every arm is confined to, and the ownership guard. */
+/** The run's family every arm is confined to (by its key), and the ownership guard. */
 function baseConditions(ctx: Context): SQL {
   const { pack, scope, query } = ctx;
   const run = pack.value(scope.runId);
-  return sql`${r.runId} = ${run} AND ${r.recordType} = ${pack.value(query.family)} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
+  return sql`${r.familyKey} = ${familyKeyOf(run, pack.value(query.family))} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
 }
 
 function residual(nodes: readonly FilterNode[], pack: SqlParamPack): SQL {
@@ -106,7 +108,7 @@ function recordsPlan(ctx: Context): SQL {
   const { query, pack, direction } = ctx;
   const dir = sql.raw(direction);
   const sort = query.sort ? sortExpression(query.sort.column, pack) : { expression: sql`${r.createdAt}`, nullable: false };
-  // Exactly the key order of an index where one exists (records_run_order, records_run_id_order),
+  // Exactly the key order of an index where one exists (records_family_order, records_family_id_order),
   // so that SQLite reads the page in order instead of sorting the run.
   const byId = query.sort !== null && isColumn(query.sort.column, "id");
   const order = byId
@@ -152,8 +154,7 @@ function sidePlan(ctx: Context, driver: SideDriver): SQL {
   const dir = sql.raw(direction);
   const conjuncts = conjunctsOf(query.filter);
   const rest = conjuncts.filter((c) => c !== driver.conjunct);
-  const run = pack.value(ctx.scope.runId);
-  const family = pack.value(query.family);
+  const familyKey = familyKeyOf(pack.value(ctx.scope.runId), pack.value(query.family));
   const leaf = driver.leaf as Extract<FilterLeaf, { kind: "compare" | "contains" }>;
   const side =
     leaf.column.kind === "user_metadata"
@@ -162,14 +163,14 @@ function sidePlan(ctx: Context, driver: SideDriver): SQL {
           createdAt: driverMetadata.createdAt,
           recordId: driverMetadata.recordId,
           recordRid: driverMetadata.recordRid,
-          match: sql`${driverMetadata.runId} = ${run} AND ${driverMetadata.recordType} = ${family} AND ${driverMetadata.key} = ${pack.value(leaf.column.key)} AND ${driverMetadata.value} = ${pack.value(leaf.value)}`,
+          match: sql`${driverMetadata.familyKey} = ${familyKey} AND ${driverMetadata.key} = ${pack.value(leaf.column.key)} AND ${driverMetadata.value} = ${pack.value(leaf.value)}`,
         }
       : {
           table: driverTags,
           createdAt: driverTags.createdAt,
           recordId: driverTags.recordId,
           recordRid: driverTags.recordRid,
-          match: sql`${driverTags.runId} = ${run} AND ${driverTags.recordType} = ${family} AND ${driverTags.tag} = ${pack.value(leaf.value)}`,
+          match: sql`${driverTags.familyKey} = ${familyKey} AND ${driverTags.tag} = ${pack.value(leaf.value)}`,
         };
   const ranges = createdAtRanges(conjuncts, side.createdAt, pack).map((range) => sql` AND ${range}`);
   return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${from(side.table)} CROSS JOIN ${from(r)} ON ${r.rid} = ${side.recordRid} WHERE ${side.match}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${residual(rest, pack)} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
@@ -189,9 +190,10 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   };
   const ranges = conjuncts.filter(onMetric).map((node) => sql` AND ${valueTest(driverMetrics.value, leafOf(node)!, pack)}`);
   const rest = residual(conjuncts.filter((c) => !onMetric(c)), pack);
-  const run = pack.value(ctx.scope.runId);
   const metricName = pack.value(name);
-  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${driverMetrics.runId} = ${run} AND ${driverMetrics.recordType} = ${pack.value(query.family)} AND ${driverMetrics.name} = ${metricName}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${rest}`;
+  const familyKey = familyKeyOf(pack.value(ctx.scope.runId), pack.value(query.family));
+  const key = sql`(SELECT ${metricKey.key} FROM ${from(metricKey)} WHERE ${metricKey.familyKey} = ${familyKey} AND ${metricKey.name} = ${metricName})`;
+  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${driverMetrics.metricKey} = ${key}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${rest}`;
   const firstArm = sql`SELECT 0 AS "arm", ${driverMetrics.value} AS "sort_value", ${ctx.columns} FROM ${withMetric} ORDER BY ${driverMetrics.value} ${dir}, ${driverMetrics.recordId} ${dir} ${pageLimit(ctx)}`;
   if (ranges.length > 0) return { with: sql``, inner: firstArm };
 
@@ -200,7 +202,7 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   const offset = pack.value(query.offset);
   const counted = sql`WITH "arm1_count"("n") AS (SELECT count(*) FROM (SELECT 1 FROM ${withMetric} LIMIT ${pageEnd})) `;
   const firstArmRows = sql.raw(`(SELECT "n" FROM "arm1_count")`);
-  const withoutMetric = sql`NOT EXISTS (SELECT 1 FROM ${from(leafMetrics)} WHERE ${leafMetrics.recordRid} = ${r.rid} AND ${leafMetrics.name} = ${metricName})`;
+  const withoutMetric = sql`NOT EXISTS (${recordMetricRows(metricName)})`;
   // LIMIT 0 when the first arm fills the page: SQLite then never starts the second arm's scan.
   const secondArm = sql`SELECT 1 AS "arm", NULL AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${withoutMetric} AND ${rest} ORDER BY ${r.id} ${dir} LIMIT max(0, ${pageEnd} - max(${firstArmRows}, ${offset})) OFFSET max(0, ${offset} - ${firstArmRows})`;
   return { with: counted, inner: sql`SELECT * FROM (${firstArm}) UNION ALL SELECT * FROM (${secondArm})` };

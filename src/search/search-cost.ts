@@ -26,7 +26,7 @@ export const DEEP_OFFSET = 50_000;
 
 export type SearchCost = { class: "indexed" } | { class: "scan"; reasons: string[] };
 
-/** Sorts an index serves: the native order's columns, and every metric (record_metrics_run_name_value). */
+/** Sorts an index serves: the native order's columns, and every metric (record_metrics, keyed in metric order). */
 function sortIsIndexed(sort: SearchQuery["sort"]): boolean {
   if (sort === null) return true;
   if (sort.column.kind === "metric") return true;

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningService, startService } from "./sdk-service";
+import { METRIC_ROWS } from "../support/metric-rows";
 
 type Galileo = typeof import("galileo");
 type Generated = typeof import("galileo-generated");
@@ -154,7 +155,7 @@ describe("the galileo SDK against the real service", () => {
     const [projects, streams] = await service.sql<Record<string, any>>(`${projectOf}; ${streamOf}`);
     const [records, metrics, metadata] = await service.sql<Record<string, any>>(
       `SELECT * FROM records WHERE run_id = ${lit(streams![0]?.id ?? "")};
-       SELECT record_id, name, value FROM record_metrics WHERE record_id = ${lit(llm.id)} ORDER BY name;
+       SELECT record_id, name, value FROM ${METRIC_ROWS} WHERE record_id = ${lit(llm.id)} ORDER BY name;
        SELECT record_id, key, value FROM record_metadata WHERE record_id = ${lit(trace.id)} ORDER BY key`,
     );
     expect(projects).toHaveLength(1);

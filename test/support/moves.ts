@@ -10,6 +10,7 @@ import { type AdvanceOutcome, moveStep } from "../../src/shards/moves/advance-mo
 import { type MoveRow, loadMove, saveMove } from "../../src/shards/moves/move-rows";
 import { requestMoveStatement } from "../../src/shards/moves/move-requests";
 import { sendMoveMessage } from "../../src/shards/moves/move-queue";
+import { METRIC_ROWS } from "./metric-rows";
 
 export const SHARDS = ["SHARD_0", "SHARD_1"] as const;
 
@@ -84,7 +85,7 @@ export async function projectState(db: D1Database, projectId: string): Promise<P
     records,
     record_metadata: await side("record_metadata", "key"),
     record_tags: await side("record_tags", "tag"),
-    record_metrics: await side("record_metrics", "name"),
+    record_metrics: await side(METRIC_ROWS, "name"),
     record_patches: await all("SELECT * FROM record_patches WHERE project_id = ?1 ORDER BY record_id, run_id"),
     record_tombstones: await all("SELECT * FROM record_tombstones WHERE project_id = ?1 ORDER BY record_id"),
     runs: await all("SELECT * FROM runs WHERE project_id = ?1 ORDER BY id"),

@@ -1,7 +1,7 @@
 /**
  * Verification before the switch (the project is frozen on the source, its change log drained):
  * the records per run and kind (session, trace, span) on both databases, a page of runs at a
- * time (served by records_run_id_order on both sides), then the project's held updates and
+ * time (served by records_family_id_order on both sides), then the project's held updates and
  * tombstones. A difference names the run and kind.
  */
 export interface KindCounts {
@@ -22,7 +22,9 @@ export const emptyTotals = (): VerifyTotals => ({
   target: { sessions: 0, traces: 0, spans: 0 },
 });
 
-const COUNTS_OF_RUNS = `SELECT run_id, record_type, count(*) AS n FROM records WHERE run_id IN (SELECT value FROM json_each(?1)) GROUP BY run_id, record_type`;
+const COUNTS_OF_RUNS = `SELECT f.run_id, f.record_type, count(*) AS n
+FROM run_families AS f CROSS JOIN records AS r ON r.family_key = f.key
+WHERE f.run_id IN (SELECT value FROM json_each(?1)) GROUP BY f.run_id, f.record_type`;
 
 interface CountRow {
   run_id: string;
