@@ -37,7 +37,10 @@ export interface BaselineTree {
 export function baselineTree(ref: string): BaselineTree {
   const commit = git(["rev-parse", "--verify", `${ref}^{commit}`]);
   const dir = path.join(DATA_DIR, "storage", `baseline-${commit.slice(0, 12)}`);
-  if (existsSync(path.join(dir, "package.json"))) return { commit, dir };
+  if (existsSync(path.join(dir, "package.json"))) {
+    linkBuiltUi(dir);
+    return { commit, dir };
+  }
   const building = `${dir}.building-${process.pid}`;
   rmSync(building, { recursive: true, force: true });
   mkdirSync(building, { recursive: true });
@@ -45,5 +48,17 @@ export function baselineTree(ref: string): BaselineTree {
   if (archive.status !== 0) throw new Error(`git archive ${commit} failed: ${archive.stderr}`);
   symlinkSync(path.join(REPO_ROOT, "node_modules"), path.join(building, "node_modules"), "dir");
   renameSync(building, dir);
+  linkBuiltUi(dir);
   return { commit, dir };
+}
+
+/**
+ * The trace explorer's built files (ui/dist, not in git): wrangler refuses to bundle a worker
+ * whose assets directory is missing. The UI is not what the bench measures, so the baseline
+ * serves this checkout's build (made by `npm test` or `npm start`).
+ */
+function linkBuiltUi(dir: string): void {
+  const built = path.join(REPO_ROOT, "ui", "dist");
+  const target = path.join(dir, "ui", "dist");
+  if (existsSync(built) && existsSync(path.join(dir, "ui")) && !existsSync(target)) symlinkSync(built, target, "dir");
 }
