@@ -18,12 +18,12 @@ import { projectStateStatement, readableHere } from "../shards/shard-membership"
 
 /**
  * What one record costs in the database, all tables and indexes together, as measured by
- * `npm run bench -- storage` on the benchmark dataset (docs/benchmarks.md, "Storage": 2,806 bytes
+ * `npm run bench -- storage` on the benchmark dataset (docs/benchmarks.md, "Storage": 1,929 bytes
  * packed, all tables and indexes, at 100,000 records; update it with the layout). A shard's
  * size is known only as a whole, and a project's exact share is not cheap to measure, so the
  * answer's bytes are records x this figure.
  */
-export const MEASURED_BYTES_PER_RECORD = 2806;
+export const MEASURED_BYTES_PER_RECORD = 1929;
 
 /** ?1 project, ?2 cut-off (µs; the smallest integer when the project keeps everything). */
 const USAGE_BY_KIND = `
