@@ -11,8 +11,9 @@
  * from the same run, as streaming ingestion links them.
  * Matches are found per family of the organization's runs on this database (run_families, by
  * `run_families_organization_type`) through `record_metadata_family_key_value_order`
- * (family_key, key, value, created_at, record_id); children through `records_trace` (trace_id, record_type), `records_session`
- * (session_id, record_type) and `records_parent` (parent_id), with the run checked on the row:
+ * (family_key, key, value, created_at, record_id); children through `records_trace` (trace_id,
+ * record_type), `records_session` (session_id, record_type) and `records_parent` (parent_id),
+ * with the run checked on the row:
  * `+run_id` keeps the planner off the run indexes, which would walk a whole run to find one
  * parent's children. Joins from a bounded set (roots, a page) to `records` are written CROSS
  * JOIN, which SQLite reads as "keep this order". test/deletion-query-plans.test.ts holds every
@@ -31,8 +32,8 @@
  * still reachable from a surviving match.
  *
  * Metadata and tag rows go with their record by ON DELETE CASCADE, metric rows by the
- * `record_metrics_on_delete` trigger. Held updates
- * (record_patches) of the erased ids go in the same chunk. `changes()` counts only the records.
+ * `record_metrics_on_delete` trigger. Held updates (record_patches) of the erased ids go in the
+ * same chunk. `changes()` counts only the records.
  */
 
 /** A statement and the positions of the chunk's values it binds, in order (see ChunkValues). */
@@ -208,7 +209,7 @@ DELETE FROM record_patches WHERE rowid IN (
 const countDeleted = (column: "spans_deleted" | "traces_deleted" | "sessions_deleted") =>
   statement(`UPDATE shard_jobs SET ${column} = ${column} + changes(), updated_at = ?2 WHERE job_id = ?1`, "jobId", "now");
 
-
+/** Every kind of record a deletion matches, as an SQL list. */
 const ALL_KINDS = "'session', 'trace', 'span'";
 
 /** ?1 job id, ?2 now. A queued job becomes running with its first chunk, atomically. */

@@ -16,8 +16,8 @@
  * is left, chunks take the spans of the first ?3 expired traces (at most ?4), then those of them
  * with no span left; only then orphan spans and empty sessions. Expired records are found by
  * `records_family_order` (family_key, created_at, id) per run family of the project (the shard's
- * copy of `runs`, by `runs_project_kind_name`, and its `run_families`); a trace's spans by `records_trace`; the
- * statements are held to these plans by test/retention-query-plans.test.ts.
+ * copy of `runs`, by `runs_project_kind_name`, and its `run_families`); a trace's spans by
+ * `records_trace`; the statements are held to these plans by test/retention-query-plans.test.ts.
  *
  * No tombstones: a record that arrives later is expired by the next run if it is old, and
  * searches never show it meanwhile.
@@ -44,12 +44,12 @@ const ACTIVE = `active AS (SELECT 1 FROM shard_jobs WHERE job_id = ?2 AND status
  * of its three families (run_families); gated by the part being active in the chunks, not in the
  * cron's probe. Materialized, so that the family keys are plain values to the index lookups.
  */
+const KINDS = ["session", "trace", "span"] as const;
+
 const targetRuns = (gate: "while active" | "always") => `
 target_runs AS MATERIALIZED (
   SELECT t.project_id, ru.id AS run_id, t.cutoff,
-    (SELECT f.key FROM run_families AS f WHERE f.run_id = ru.id AND f.record_type = 'session') AS session_family,
-    (SELECT f.key FROM run_families AS f WHERE f.run_id = ru.id AND f.record_type = 'trace') AS trace_family,
-    (SELECT f.key FROM run_families AS f WHERE f.run_id = ru.id AND f.record_type = 'span') AS span_family
+    ${KINDS.map((kind) => `(SELECT f.key FROM run_families AS f WHERE f.run_id = ru.id AND f.record_type = '${kind}') AS ${kind}_family`).join(",\n    ")}
   FROM (
     SELECT json_extract(value, '$[0]') AS project_id, json_extract(value, '$[1]') AS cutoff FROM json_each(?1)
   ) AS t CROSS JOIN runs AS ru ON ru.project_id = t.project_id
@@ -64,7 +64,7 @@ const TARGET_RUNS = targetRuns("while active");
  * span whose trace is not there, a session with nothing left in it, a held update received before
  * the cut-off.
  */
-const olderThanCutoff = (alias: string, kind: "session" | "trace" | "span") =>
+const olderThanCutoff = (alias: string, kind: (typeof KINDS)[number]) =>
   `${alias}.family_key = tr.${kind}_family AND ${alias}.created_at < tr.cutoff`;
 const TRACE_NOT_HERE = `NOT EXISTS (SELECT 1 FROM records AS t WHERE t.project_id = s.project_id AND t.id = s.trace_id AND t.record_type = 'trace')`;
 const NOTHING_IN_SESSION = `NOT EXISTS (SELECT 1 FROM records AS c WHERE c.session_id = se.id AND c.record_type IN ('trace', 'span') AND +c.run_id = se.run_id)`;

@@ -15,8 +15,8 @@
  * - `created_at` is fixed by the record's first write.
  * The side rows (metadata, tags) are then rebuilt from the merged record, so they always equal
  * its JSON whatever order writes arrive in; the metric rows follow it by triggers (migration
- * 0009). The `records_ownership_guard` trigger
- * aborts the batch if an id belongs to another run or family of the project.
+ * 0009). The `records_ownership_guard` trigger aborts the batch if an id belongs to another run
+ * or family of the project.
  *
  * Records erased by a deletion job leave tombstones (src/ingest/tombstones.ts): a record whose
  * id, trace, session or parent is tombstoned in its project is not written.

@@ -56,13 +56,15 @@ interface Context {
   direction: Direction;
   /** The stored columns of the page, as `"r"."col" AS "col"`. */
   columns: SQL;
+  /** The key of the searched run's family (familyKeyOf), built once for every arm and driver. */
+  familyKey: SQL;
 }
 
 /** The run's family every arm is confined to (by its key), and the ownership guard. */
 function baseConditions(ctx: Context): SQL {
   const { pack, scope, query } = ctx;
   const run = pack.value(scope.runId);
-  return sql`${r.familyKey} = ${familyKeyOf(run, pack.value(query.family))} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
+  return sql`${r.familyKey} = ${ctx.familyKey} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
 }
 
 function residual(nodes: readonly FilterNode[], pack: SqlParamPack): SQL {
@@ -154,7 +156,7 @@ function sidePlan(ctx: Context, driver: SideDriver): SQL {
   const dir = sql.raw(direction);
   const conjuncts = conjunctsOf(query.filter);
   const rest = conjuncts.filter((c) => c !== driver.conjunct);
-  const familyKey = familyKeyOf(pack.value(ctx.scope.runId), pack.value(query.family));
+  const { familyKey } = ctx;
   const leaf = driver.leaf as Extract<FilterLeaf, { kind: "compare" | "contains" }>;
   const side =
     leaf.column.kind === "user_metadata"
@@ -191,7 +193,7 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   const ranges = conjuncts.filter(onMetric).map((node) => sql` AND ${valueTest(driverMetrics.value, leafOf(node)!, pack)}`);
   const rest = residual(conjuncts.filter((c) => !onMetric(c)), pack);
   const metricName = pack.value(name);
-  const familyKey = familyKeyOf(pack.value(ctx.scope.runId), pack.value(query.family));
+  const { familyKey } = ctx;
   const key = sql`(SELECT ${metricKey.key} FROM ${from(metricKey)} WHERE ${metricKey.familyKey} = ${familyKey} AND ${metricKey.name} = ${metricName})`;
   const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${driverMetrics.metricKey} = ${key}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${rest}`;
   const firstArm = sql`SELECT 0 AS "arm", ${driverMetrics.value} AS "sort_value", ${ctx.columns} FROM ${withMetric} ORDER BY ${driverMetrics.value} ${dir}, ${driverMetrics.recordId} ${dir} ${pageLimit(ctx)}`;
@@ -265,7 +267,14 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   const pack = new SqlParamPack();
   const ascending = query.sort?.ascending ?? false;
   const names = storageNeeded(query);
-  const ctx: Context = { query, scope, pack, direction: ascending ? "ASC" : "DESC", columns: selectList(names) };
+  const ctx: Context = {
+    query,
+    scope,
+    pack,
+    direction: ascending ? "ASC" : "DESC",
+    columns: selectList(names),
+    familyKey: familyKeyOf(pack.value(scope.runId), pack.value(query.family)),
+  };
   const sortColumn = query.sort?.column;
   let prefix = sql``;
   let inner: SQL;
