@@ -27,7 +27,7 @@ import { ingestContext, ingestStatements, type RunScope } from "../dataset/write
 import { expectStatus, timedJson } from "../lib/http-timing";
 import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
 import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
-import { boundStatement, runSqlite, sqlLiteral, type SqlValue } from "../lib/sqlite-cli";
+import { boundStatement, queryJson, runSqlite, sqlLiteral, type SqlValue } from "../lib/sqlite-cli";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
 import { withDevServer } from "../lib/wrangler-dev";
 import { BENCH_VARS } from "../search/search-bench";
@@ -147,36 +147,45 @@ async function serviceThroughput(dataset: Dataset, loads: { clients: number; loa
 /** Row keys for the plain INSERTs: far above any rid SQLite assigns the dataset, one block per request. */
 let plainRidBase = 1_000_000_000_000;
 
-/** Plain multi-row INSERTs of a batch's rows: the simplest way to put them in SQLite. */
-function plainInserts(batch: RecordBatch, scope: RunScope): string {
+/**
+ * Plain multi-row INSERTs of a batch's rows: the simplest way to put them in SQLite. Since
+ * migration 0009 the side rows carry their record's family key (`familyKeys`, read once from
+ * `run_families`) instead of the run, type and organization, and the metric rows are written by
+ * the `records` triggers, as they are for the service.
+ */
+function plainInserts(batch: RecordBatch, familyKeys: ReadonlyMap<string, number>, scope: RunScope): string {
   const rows = (values: SqlValue[][]) => values.map((v) => `(${v.map(sqlLiteral).join(",")})`).join(",\n");
+  const familyKey = (recordType: string) => {
+    const key = familyKeys.get(recordType);
+    if (key === undefined) throw new Error(`no run_families key for ${recordType}`);
+    return key;
+  };
   const parents = new Set(batch.parentIds);
   const rid = new Map(batch.records.map((r, i) => [r.id, plainRidBase + i]));
   plainRidBase += batch.records.length;
   const metadata: SqlValue[][] = [];
   const tags: SqlValue[][] = [];
-  const metrics: SqlValue[][] = [];
   for (const r of batch.records) {
     const base = [rid.get(r.id)!, r.id] as SqlValue[];
-    for (const [key, value] of Object.entries(JSON.parse(r.user_metadata) as Record<string, string>)) {
-      metadata.push([...base, key, value, scope.organizationId, scope.runId, r.record_type, r.created_at]);
+    const key = familyKey(r.record_type);
+    for (const [name, value] of Object.entries(JSON.parse(r.user_metadata) as Record<string, string>)) {
+      metadata.push([...base, name, value, key, r.created_at]);
     }
-    for (const tag of new Set(JSON.parse(r.tags) as string[])) tags.push([...base, tag, scope.runId, r.record_type, r.created_at]);
-    for (const [name, value] of Object.entries(JSON.parse(r.metrics) as Record<string, number>)) {
-      metrics.push([...base, name, value, scope.runId, r.record_type, r.created_at]);
-    }
+    for (const tag of new Set(JSON.parse(r.tags) as string[])) tags.push([...base, tag, key, r.created_at]);
   }
-  const parts = [
-    `INSERT INTO records (rid, ${RECORD_COLUMNS.join(", ")}, has_children) VALUES\n${rows(batch.records.map((r) => [rid.get(r.id)!, ...RECORD_COLUMNS.map((c) => r[c] as SqlValue), parents.has(r.id) ? 1 : 0]))};`,
-  ];
-  if (metadata.length > 0) {
-    parts.push(`INSERT INTO record_metadata (record_rid, record_id, key, value, organization_id, run_id, record_type, created_at) VALUES\n${rows(metadata)};`);
-  }
-  if (tags.length > 0) parts.push(`INSERT INTO record_tags (record_rid, record_id, tag, run_id, record_type, created_at) VALUES\n${rows(tags)};`);
-  if (metrics.length > 0) parts.push(`INSERT INTO record_metrics (record_rid, record_id, name, value, run_id, record_type, created_at) VALUES\n${rows(metrics)};`);
+  const recordRows = batch.records.map((r) => [rid.get(r.id)!, ...RECORD_COLUMNS.map((c) => r[c] as SqlValue), parents.has(r.id) ? 1 : 0, familyKey(r.record_type)]);
+  const parts = [`INSERT INTO records (rid, ${RECORD_COLUMNS.join(", ")}, has_children, family_key) VALUES\n${rows(recordRows)};`];
+  if (metadata.length > 0) parts.push(`INSERT INTO record_metadata (record_rid, record_id, key, value, family_key, created_at) VALUES\n${rows(metadata)};`);
+  if (tags.length > 0) parts.push(`INSERT INTO record_tags (record_rid, record_id, tag, family_key, created_at) VALUES\n${rows(tags)};`);
   parts.push(`UPDATE records SET has_children = 1 WHERE project_id = ${sqlLiteral(scope.projectId)} AND id IN (${batch.parentIds.map(sqlLiteral).join(",")}) AND has_children = 0;`);
   parts.push(`INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id) VALUES ${rows(batch.presentColumns.map(([family, column]) => [scope.runId, family, column]))};`);
   return parts.join("\n");
+}
+
+/** The run's family keys (record_type -> key), which the `runs_families` trigger made with the run. */
+async function runFamilyKeys(sqliteFile: string, runId: string): Promise<Map<string, number>> {
+  const rows = await queryJson<{ record_type: string; key: number }>(sqliteFile, { sql: "SELECT record_type, key FROM run_families WHERE run_id = ?1", params: [runId] });
+  return new Map(rows.map((row) => [row.record_type, row.key]));
 }
 
 /**
@@ -198,12 +207,13 @@ async function baselines(load: Workload, seed: number): Promise<{ plain: number;
     const { tenant } = plainDb.manifest;
     const scope: RunScope = { organizationId: tenant.organizationId, projectId: tenant.projectId, runId: tenant.logStreamId };
     const ctx = ingestContext(scope);
+    const familyKeys = await runFamilyKeys(plainDb.sqliteFile, scope.runId);
     // Sessions exist before the traces, as in the service run (untimed there too).
     const sessions = mergeBatches(load.sessions.map((s) => sessionRows(sessionInput(SEED, s), ctx)));
-    await runSqlite(plainDb.sqliteFile, `PRAGMA foreign_keys = ON;\n${plainInserts(sessions, scope)}\n`);
+    await runSqlite(plainDb.sqliteFile, `PRAGMA foreign_keys = ON;\n${plainInserts(sessions, familyKeys, scope)}\n`);
     await runSqlite(serviceSqlDb.sqliteFile, `PRAGMA foreign_keys = ON;\n.parameter init\n${ingestStatements(sessions, scope).map(boundStatement).join("")}`);
     const batches = load.requests.map((traces) => traceRows(traces, ctx));
-    const plain = await timeScript(plainDb, "ingest-plain", batches.map((b) => plainInserts(b, scope)));
+    const plain = await timeScript(plainDb, "ingest-plain", batches.map((b) => plainInserts(b, familyKeys, scope)));
     const serviceSql = await timeScript(serviceSqlDb, "ingest-service-sql", batches.map((b) => ingestStatements(b, scope).map(boundStatement).join("")));
     return { plain, serviceSql };
   } finally {
