@@ -170,6 +170,16 @@ describe("concurrent scan-class searches per organization", () => {
     expect((await call(`/v2/projects/${otherProjectId}/spans/partial_search`, { as: other, body: SCAN(otherLogStreamId) })).status).toBe(200);
   });
 
+  it("a share above 100% counts the time of concurrent scans, so an operator can lift the time budget", () => {
+    // Two scans running for 1 s use 2 s of the window: 100% would still refuse an organization
+    // whose one client sends scans back to back (the budget is used up as soon as it is reached),
+    // so the share is not capped at 100.
+    const policy = scanPolicy({ ...env, ORG_CONCURRENT_SCANS: "4", ORG_SCAN_TIME_PERCENT: "400" });
+    expect(policy.maxConcurrent).toBe(4);
+    expect(policy.budgetMs).toBe(4 * SCAN_WINDOW_MS);
+    expect(scanPolicy({ ...env, ORG_SCAN_TIME_PERCENT: "0" }).budgetMs).toBe(SCAN_WINDOW_MS / 10);
+  });
+
   it("a scan that fails gives its slot back", async () => {
     const missing = await call(`/v2/projects/${crypto.randomUUID()}/spans/partial_search`, { as: tenant, body: SCAN(logStreamId) });
     expect(missing.status).toBe(404);

@@ -40,9 +40,11 @@ export const BENCH_VARS = { TOKEN_SECRET: "bench-token-secret-not-used-for-api-k
 /**
  * The search bench measures what each shape costs, one request at a time: the organization's
  * scan admission (2 at once, 10% of the time) would refuse the scan shapes' 60 samples with a
- * 429, so it is opened wide here. The load bench (which imports BENCH_VARS) measures the limits.
+ * 429, so it is opened wide here: 100% of the time per slot (at 1,000,000 records a text scan
+ * takes about a second, and 60 of them back to back would use a 100% share). The load bench
+ * (which imports BENCH_VARS) measures the limits.
  */
-const SEARCH_BENCH_VARS = { ...BENCH_VARS, ORG_CONCURRENT_SCANS: "1000", ORG_SCAN_TIME_PERCENT: "100" };
+const SEARCH_BENCH_VARS = { ...BENCH_VARS, ORG_CONCURRENT_SCANS: "1000", ORG_SCAN_TIME_PERCENT: "100000" };
 
 interface Capture {
   state: "ok" | "unavailable" | "failed";

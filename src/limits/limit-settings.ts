@@ -13,7 +13,12 @@ export const SCAN_WINDOW_MS = 10_000;
 export const LIMIT_DEFAULTS = {
   /** Scan-class searches (src/search/search-cost.ts) one organization may run at once. */
   ORG_CONCURRENT_SCANS: 2,
-  /** Share of the time (percent, over SCAN_WINDOW_MS) one organization's scans may hold slots. */
+  /**
+   * Share of the time (percent, over SCAN_WINDOW_MS) one organization's scans may hold slots,
+   * counted per scan: two scans running for 1 s use 2 s. Not capped at 100, so that
+   * 100 × ORG_CONCURRENT_SCANS lifts the time budget (at 100, one client sending scans back to
+   * back reaches the budget and is refused).
+   */
   ORG_SCAN_TIME_PERCENT: 10,
   /** Failed password checks per email before lock-outs start. */
   PASSWORD_FREE_FAILURES_PER_EMAIL: 5,
@@ -47,6 +52,6 @@ export function passwordPolicies(env: Env): { email: GuardPolicy; ip: GuardPolic
 }
 
 export function scanPolicy(env: Env): ScanPolicy {
-  const percent = Math.min(100, limitSetting(env, "ORG_SCAN_TIME_PERCENT"));
+  const percent = limitSetting(env, "ORG_SCAN_TIME_PERCENT");
   return { maxConcurrent: limitSetting(env, "ORG_CONCURRENT_SCANS"), budgetMs: (SCAN_WINDOW_MS * percent) / 100, windowMs: SCAN_WINDOW_MS };
 }
