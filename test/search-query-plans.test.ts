@@ -104,12 +104,14 @@ function expectServed(name: string, shape: Shape, plan: { id: number; detail: st
     expect(at, `${name}: ${wanted} in\n${lines.join("\n")}`).toBeGreaterThanOrEqual(0);
     from = at + 1;
   }
-  // The page (at most limit + 1 rows) is sorted outside the statement that reads it; nothing
-  // that reads the run (the "page" co-routine and everything below it) sorts.
+  // The page (at most limit + 1 rows) is sorted outside the statement that reads it (by the
+  // byte budget's window and the final order); nothing that reads the run (the "arms"
+  // co-routine and everything below it) sorts.
   const readingRun = new Set<number>();
   for (const p of plan) {
-    if (p.detail === "CO-ROUTINE page" || readingRun.has(p.parent)) readingRun.add(p.id);
+    if (p.detail === "CO-ROUTINE arms" || readingRun.has(p.parent)) readingRun.add(p.id);
   }
+  expect(readingRun.size, `${name}: no "arms" co-routine in\n${lines.join("\n")}`).toBeGreaterThan(0);
   const innerSorts = plan.filter((p) => /USE TEMP B-TREE/.test(p.detail) && readingRun.has(p.id));
   expect(innerSorts, `${name}: sorts inside\n${lines.join("\n")}`).toEqual([]);
   expect(lines.filter((l) => /^SCAN (r|records)\b/.test(l)), `${name}: table scans\n${lines.join("\n")}`).toEqual([]);

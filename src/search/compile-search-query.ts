@@ -54,7 +54,11 @@ interface Context {
   scope: SearchScope;
   pack: SqlParamPack;
   direction: Direction;
-  /** The stored columns of the page, as `"r"."col" AS "col"`. */
+  /**
+   * What each arm selects of its records: the row key, the id (the tie-break of the order) and
+   * the row's bytes. The stored columns are read by the statement's outer join, after the byte
+   * budget has been applied (see compileSearchQuery).
+   */
   columns: SQL;
   /** The key of the searched run's family (familyKeyOf), built once for every arm and driver. */
   familyKey: SQL;
@@ -252,12 +256,12 @@ const TEXT_COLUMNS = new Set([
 /** Fields `truncate_fields` cuts to SEARCH_LIMITS.truncatedFieldLength characters (4 bytes each at most). */
 const TRUNCATED_COLUMNS = new Set(["input", "output", "redacted_input", "redacted_output"]);
 
-/** SQL: the bytes of the page row's selected text, as the answer will carry them (at most). */
+/** SQL: the bytes of the record's selected text (`"r"`), as the answer will carry them (at most). */
 function rowBytes(names: readonly string[], query: SearchQuery): SQL {
   const terms = names
     .filter((name) => TEXT_COLUMNS.has(name))
     .map((name) => {
-      const bytes = `coalesce(length(CAST("page"."${name}" AS BLOB)), 0)`;
+      const bytes = `coalesce(length(CAST("r"."${name}" AS BLOB)), 0)`;
       return query.truncateFields && TRUNCATED_COLUMNS.has(name) ? `min(${bytes}, ${4 * SEARCH_LIMITS.truncatedFieldLength})` : bytes;
     });
   return sql.raw(terms.length === 0 ? "0" : terms.join(" + "));
@@ -272,7 +276,7 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
     scope,
     pack,
     direction: ascending ? "ASC" : "DESC",
-    columns: selectList(names),
+    columns: sql`${r.rid} AS "rid", ${r.id} AS "id", ${rowBytes(names, query)} AS "_row_bytes"`,
     familyKey: familyKeyOf(pack.value(scope.runId), pack.value(query.family)),
   };
   const sortColumn = query.sort?.column;
@@ -287,13 +291,15 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
     const driver = inNativeOrder ? sideDriverOf(conjunctsOf(query.filter)) : undefined;
     inner = driver ? sidePlan(ctx, driver) : recordsPlan(ctx);
   }
-  const dir = sql.raw(ctx.direction);
   // The page is re-sorted outside (at most limit + 1 rows): a subquery's order is not guaranteed.
-  const order = sql`"arm", "sort_value" IS NULL, "sort_value" ${dir}, "id" ${dir}`;
+  const order = (table: string) => sql.raw(`"${table}"."arm", "${table}"."sort_value" IS NULL, "${table}"."sort_value" ${ctx.direction}, "${table}"."id" ${ctx.direction}`);
   // The byte budget: each row knows the bytes of the rows before it in page order, and the page
   // keeps the rows that start within SEARCH_LIMITS.maxPageBytes (the first one always). How
   // many rows were read (`_rows_read`) tells the caller whether the budget cut the page.
-  const bytes = rowBytes(names, query);
-  const statement = sql`${prefix}SELECT * FROM (SELECT "page".*${countColumns(ctx)}, ${bytes} AS "_row_bytes", sum(${bytes}) OVER (ORDER BY ${order} ROWS UNBOUNDED PRECEDING) AS "_bytes_through", count(*) OVER () AS "_rows_read" FROM (${inner}) AS "page") WHERE "_bytes_through" - "_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order}`;
+  // The window runs over the arms' narrow rows (key, id, bytes): over the full rows, its
+  // buffering copied every page's text twice more and cost 2.5 ms against 1.3 ms this way
+  // (first page at 1,000,000 records). The stored columns are then read by rowid.
+  const budgeted = sql`SELECT *, sum("_row_bytes") OVER (ORDER BY ${order("arms")} ROWS UNBOUNDED PRECEDING) AS "_bytes_through", count(*) OVER () AS "_rows_read" FROM (${inner}) AS "arms"`;
+  const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
   return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
 }
