@@ -31,9 +31,9 @@ export function bodyTooLarge(limit: BodyLimit): ApiError {
 
 /**
  * The whole body, or undefined as soon as more than `cap` bytes have arrived (the rest is left
- * unread and the stream cancelled).
+ * unread and the stream cancelled). Also the OTLP intake's reader (src/otlp/read-body.ts).
  */
-async function readWithin(body: ReadableStream<Uint8Array> | null, cap: number): Promise<Uint8Array | undefined> {
+export async function readWithin(body: ReadableStream<Uint8Array> | null, cap: number): Promise<Uint8Array | undefined> {
   if (body === null) return new Uint8Array(0);
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];

@@ -5,6 +5,7 @@
  * `DecompressionStream` and counted after inflation, so a small compressed body that inflates to
  * gigabytes (a zip bomb) is cut at the cap instead of filling the isolate's 128 MB.
  */
+import { readWithin } from "../http/bounded-body";
 import { OtlpError } from "./otlp-errors";
 import { OTLP_LIMITS } from "./otlp-limits";
 
@@ -16,26 +17,8 @@ const tooLarge = () =>
 
 /** Reads a stream to its end, or throws 413 once more than `limit` bytes came out of it. */
 async function readBounded(stream: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array> {
-  const reader = stream.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw tooLarge();
-    }
-    chunks.push(value);
-  }
-  if (chunks.length === 1) return chunks[0]!;
-  const body = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
+  const body = await readWithin(stream, limit);
+  if (body === undefined) throw tooLarge();
   return body;
 }
 
