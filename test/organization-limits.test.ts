@@ -7,7 +7,7 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import wranglerToml from "../wrangler.toml?raw";
-import { limitSetting, SCAN_WINDOW_MS, scanPolicy } from "../src/limits/limit-settings";
+import { LIMIT_DEFAULTS, limitSetting, SCAN_WINDOW_MS, scanPolicy } from "../src/limits/limit-settings";
 import { ORG_RATE_PERIOD_SECONDS } from "../src/limits/organization-rate";
 import { normalizeSearchRequest } from "../src/search/normalize-search-request";
 import { classifySearchCost, DEEP_OFFSET } from "../src/search/search-cost";
@@ -177,7 +177,7 @@ describe("concurrent scan-class searches per organization", () => {
     const policy = scanPolicy({ ...env, ORG_CONCURRENT_SCANS: "4", ORG_SCAN_TIME_PERCENT: "400" });
     expect(policy.maxConcurrent).toBe(4);
     expect(policy.budgetMs).toBe(4 * SCAN_WINDOW_MS);
-    expect(scanPolicy({ ...env, ORG_SCAN_TIME_PERCENT: "0" }).budgetMs).toBe(SCAN_WINDOW_MS / 10);
+    expect(scanPolicy({ ...env, ORG_SCAN_TIME_PERCENT: "0" }).budgetMs).toBe((SCAN_WINDOW_MS * LIMIT_DEFAULTS.ORG_SCAN_TIME_PERCENT) / 100);
   });
 
   it("a scan that fails gives its slot back", async () => {

@@ -27,6 +27,7 @@ import { applyMigrations, sqliteFileOf } from "../dataset/dataset-cache";
 import { checkpoint, writeRun } from "../dataset/write-run";
 import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
 import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
+import { SCAN_ADMISSION_OFF } from "../lib/scan-admission-off";
 import { SeededRandom } from "../lib/seeded-random";
 import { ms, percentile, ratio } from "../lib/stats";
 import { withDevServer } from "../lib/wrangler-dev";
@@ -131,13 +132,9 @@ function statusSummary(tally: Tally, operation: string): string {
     .join(", ");
 }
 
-/**
- * The vars that switch the abuse limits off, for the comparison phase (the request rate stays).
- * The scan-time share counts each running scan, so "off" is 100% for each of the 1,000 slots.
- */
+/** The vars that switch the abuse limits off, for the comparison phase (the request rate stays). */
 const LIMITS_OFF = {
-  ORG_CONCURRENT_SCANS: "1000",
-  ORG_SCAN_TIME_PERCENT: "100000",
+  ...SCAN_ADMISSION_OFF,
   PASSWORD_FREE_FAILURES_PER_EMAIL: "1000000",
   PASSWORD_FREE_FAILURES_PER_IP: "1000000",
 };
