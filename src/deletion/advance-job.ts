@@ -7,7 +7,7 @@
  */
 import { ChunkSizer } from "./chunk-sizer";
 import { type WorkBudget, deletionTestSeam, fixedChunkLimits } from "./deletion-budgets";
-import type { DeletionCounts, DeletionJob } from "./deletion-jobs";
+import type { DeletionCounts, DeletionJob } from "./deletion-job-types";
 import { deleteChunk } from "./delete-chunk";
 import { ensureShardPart } from "./job-parts";
 

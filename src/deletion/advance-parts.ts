@@ -8,7 +8,7 @@ import type { Env } from "../env";
 import { shardDatabase } from "../shards/shard-config";
 import { type AdvanceResult, advanceJobPart } from "./advance-job";
 import type { WorkBudget } from "./deletion-budgets";
-import type { DeletionJob } from "./deletion-jobs";
+import type { DeletionJob } from "./deletion-job-types";
 import { shardPartState, syncPart } from "./job-parts";
 
 export interface PartsOutcome {

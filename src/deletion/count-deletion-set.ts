@@ -11,7 +11,7 @@
  */
 import type { Env } from "../env";
 import { shardDatabase } from "../shards/shard-config";
-import type { DeletionCounts } from "./deletion-jobs";
+import type { DeletionCounts } from "./deletion-job-types";
 import { shardsOfOrganization } from "./job-parts";
 import { COUNT_SESSION_PAGE, COUNT_SPAN_PAGE, COUNT_TRACE_PAGE } from "./deletion-sql";
 
