@@ -10,7 +10,8 @@ import type { AppEnv } from "../http/app-env";
 import { adminOnlyResponse, commonErrorResponses } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
-import { countDeletionSet } from "./count-deletion-set";
+import { withinScanAdmission } from "../limits/scan-admission";
+import { countDeletionSet, DRY_RUN_COST } from "./count-deletion-set";
 import { describeCounts, jobAnswer, organizationJob, organizationJobs } from "./deletion-jobs";
 import {
   DeleteByMetadataQuery,
@@ -95,7 +96,7 @@ export function registerDeletion(app: Router): void {
     const what = `user_metadata[${JSON.stringify(metadata_key)}] = ${JSON.stringify(metadata_value)}`;
 
     if (dry_run) {
-      const { counts, exact } = await countDeletionSet(c.env, selector);
+      const { counts, exact } = await withinScanAdmission(c.env, principal.organizationId, DRY_RUN_COST, () => countDeletionSet(c.env, selector));
       const amount = exact ? describeCounts(counts) : `at least ${describeCounts(counts)} (the count stopped there: more match)`;
       return c.json(
         { job_id: null, message: `Dry run: deleting ${what} would remove ${amount}. Nothing was deleted.`, would_delete: counts, would_delete_is_exact: exact },
