@@ -7,6 +7,7 @@ import { registerRecordLookups } from "./compat/record-lookup-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
 import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
+import { refuseCrossSiteRequests } from "./http/cross-site-requests";
 import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
@@ -55,6 +56,8 @@ export function createApp() {
   const app = createRouter();
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
+  // Before anything reads credentials or a body: a page of another site gets nothing done here.
+  app.use("*", refuseCrossSiteRequests);
   // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,
   // not our 422); their routes read their bodies themselves (src/otlp/read-body.ts).
   app.route("/", otlpRoutes());

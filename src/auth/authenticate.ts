@@ -7,10 +7,13 @@ import { API_KEY_PREFIX } from "./api-keys";
 import { principalFromApiKey, principalFromPassword } from "./principal-store";
 import { principalFromToken } from "./tokens";
 
-export const WWW_AUTHENTICATE = 'Bearer realm="trace-store", Basic realm="trace-store"';
-
-export function unauthorized(detail: string): ApiError {
-  return new ApiError(401, detail, { "WWW-Authenticate": WWW_AUTHENTICATE });
+/**
+ * A 401 offers `Bearer`, and `Basic` only to a request that tried Basic: a browser that meets
+ * `Basic` in a 401 asks the user for a password and then sends it on its own to every later
+ * request to this origin, those another site makes it send included.
+ */
+export function unauthorized(detail: string, sentBasic = false): ApiError {
+  return new ApiError(401, detail, { "WWW-Authenticate": sentBasic ? 'Bearer realm="trace-store", Basic realm="trace-store"' : 'Bearer realm="trace-store"' });
 }
 
 function decodeBasic(encoded: string): { email: string; password: string } | undefined {
@@ -56,7 +59,7 @@ async function resolvePrincipal(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Pr
       const basic = decodeBasic(credentials);
       const principal =
         basic && (await principalFromPassword(database(c.env.DB), basic.email, basic.password, passwordGate(c.env, basic.email, c.req.header("CF-Connecting-IP"))));
-      if (!principal) throw unauthorized("Invalid username or password");
+      if (!principal) throw unauthorized("Invalid username or password", true);
       return principal;
     }
     throw unauthorized("Unsupported authorization scheme");
