@@ -72,7 +72,8 @@ describe("a state-changing request from another site", () => {
 
 describe("a request from our own origin", () => {
   it("passes with Sec-Fetch-Site same-origin or none, or our own Origin", async () => {
-    for (const headers of [{ "Sec-Fetch-Site": "same-origin", Origin: OWN_ORIGIN }, { "Sec-Fetch-Site": "none" }, { Origin: OWN_ORIGIN }]) {
+    const cases: Record<string, string>[] = [{ "Sec-Fetch-Site": "same-origin", Origin: OWN_ORIGIN }, { "Sec-Fetch-Site": "none" }, { Origin: OWN_ORIGIN }];
+    for (const headers of cases) {
       const name = `own-${crypto.randomUUID()}`;
       const answer = await createProject(name, headers);
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
