@@ -1,6 +1,7 @@
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
+import { registerLogout } from "./auth/logout-route";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
@@ -37,6 +38,7 @@ function protectedRoutes() {
   // Before any route reads its body: an organization over its rate costs nothing more.
   router.use("*", organizationRate);
   registerCurrentUser(router);
+  registerLogout(router);
   registerProjects(router);
   registerProjectUsage(router);
   registerRuns(router);

@@ -74,7 +74,7 @@ async function signedToken(claims: Record<string, unknown>, secret = env.TOKEN_S
 
 function claimsOf(t: Tenant, overrides: Record<string, unknown> = {}) {
   const now = Math.floor(Date.now() / 1000);
-  return { sub: t.userId, org: t.organizationId, role: t.role, email: t.email, iat: now, exp: now + 3600, ...overrides };
+  return { sub: t.userId, org: t.organizationId, role: t.role, email: t.email, jti: crypto.randomUUID(), gen: 0, iat: now, exp: now + 3600, ...overrides };
 }
 
 describe("each scheme is accepted", () => {
