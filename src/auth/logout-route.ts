@@ -5,7 +5,7 @@
  * ids whose tokens have expired, so the table stays as small as the set of live logged-out tokens.
  */
 import { createRoute } from "@hono/zod-openapi";
-import { sql } from "drizzle-orm";
+import { inArray, lt } from "drizzle-orm";
 import { database } from "../db/client";
 import { revokedTokens } from "../db/schema";
 import { commonErrorResponses, ErrorDetail } from "../http/common-schemas";
@@ -38,8 +38,8 @@ export function registerLogout(app: Router): void {
     const now = Math.floor(Date.now() / 1000);
     await db.batch([
       db.insert(revokedTokens).values({ id: token.id, expiresAt: token.expiresAt }).onConflictDoNothing(),
-      db.run(
-        sql`DELETE FROM revoked_tokens WHERE id IN (SELECT id FROM revoked_tokens WHERE expires_at < ${now} ORDER BY expires_at LIMIT ${EXPIRED_IDS_PER_LOGOUT})`,
+      db.delete(revokedTokens).where(
+        inArray(revokedTokens.id, db.select({ id: revokedTokens.id }).from(revokedTokens).where(lt(revokedTokens.expiresAt, now)).orderBy(revokedTokens.expiresAt).limit(EXPIRED_IDS_PER_LOGOUT)),
       ),
     ]);
     forgetToken(token.id);

@@ -108,7 +108,9 @@ export async function principalFromApiKey(db: Database, key: string): Promise<Cr
       .innerJoin(users, eq(users.id, apiKeys.userId))
       .where(eq(apiKeys.keyHash, keyHash))
       .limit(1);
-    return row ? credentialOf(row, row.apiKeyId) : undefined;
+    if (!row) return undefined;
+    const { apiKeyId, ...user } = row;
+    return credentialOf(user, apiKeyId);
   });
 }
 
@@ -124,7 +126,9 @@ export async function principalOfToken(db: Database, claims: { sub: string; org:
       .select({
         ...CREDENTIAL_COLUMNS,
         revoked: sql<number>`EXISTS (SELECT 1 FROM revoked_tokens WHERE id = ${claims.jti})`,
-        keyAlive: sql<number>`${claims.kid ?? null} IS NULL OR EXISTS (SELECT 1 FROM api_keys WHERE id = ${claims.kid ?? null} AND user_id = ${users.id})`,
+        // `users.id` spelled out: drizzle renders a column of the only table unqualified, which
+        // inside this subquery would name api_keys.id.
+        keyAlive: sql<number>`${claims.kid ?? null} IS NULL OR EXISTS (SELECT 1 FROM api_keys WHERE id = ${claims.kid ?? null} AND user_id = users.id)`,
       })
       .from(users)
       .where(eq(users.id, claims.sub))
