@@ -113,6 +113,9 @@ describe("trace explorer", () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe("/sign-in");
     expect(await page.evaluate(`sessionStorage.getItem("trace-store.token")`)).toBeNull();
+    // Signing out ended the token on the server too (POST /v2/logout): a copy of it is worthless.
+    const withOldToken = () => fetch(`${server.origin}/v2/current_user`, { headers: { Authorization: `Bearer ${stored.session}` } }).then((r) => r.status);
+    await expect.poll(withOldToken, { timeout: 10_000 }).toBe(401);
     await page.goto("/");
     await page.getByRole("button", { name: "Sign in" }).waitFor();
   });
