@@ -11,6 +11,7 @@ import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
 import { requestId } from "./http/middleware";
+import { securityHeaders } from "./http/security-headers";
 import { registerIngest } from "./ingest/ingest-routes";
 import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
@@ -55,6 +56,7 @@ export function createApp() {
   const app = createRouter();
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
+  app.use("*", securityHeaders);
   // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,
   // not our 422); their routes read their bodies themselves (src/otlp/read-body.ts).
   app.route("/", otlpRoutes());
