@@ -2,7 +2,9 @@
 /**
  * `npm run provision` as a new operator runs it, against a fake `wrangler` on PATH that records its
  * calls and answers as Cloudflare's wrangler does (and "already exists" the second time), then the
- * real wrangler proves the config it wrote with `wrangler deploy --dry-run`, offline.
+ * real wrangler proves the config it wrote with `wrangler deploy --dry-run`, offline. Each run
+ * starts a dozen processes (tsx, wrangler's config reader, the fake), hence the generous timeouts
+ * on a busy machine.
  */
 import { execFile } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -162,7 +164,7 @@ describe("npm run provision", () => {
     expect(second.report.secret).toBe("kept");
     expect(calls().filter((c) => c.args[0] === "secret" && c.args[1] === "put")).toHaveLength(1);
     expect(readFileSync(join(ROOT, configName), "utf8")).toBe(written);
-  }, 120_000);
+  }, 600_000);
 
   it("stops with wrangler's message when a create fails for another reason than existing", async () => {
     const broken = join(work, "broken-bin");
@@ -175,7 +177,7 @@ describe("npm run provision", () => {
     }).catch((error: { code: number; stderr: string }) => error);
     expect((failed as { code: number }).code).toBe(1);
     expect((failed as { stderr: string }).stderr).toContain("You are not authenticated");
-  }, 60_000);
+  }, 300_000);
 
   it("writes a config that the real wrangler deploys (dry run, offline)", async () => {
     expect(existsSync(join(ROOT, configName))).toBe(true);
@@ -189,5 +191,5 @@ describe("npm run provision", () => {
     for (const { binding, name } of boundResources().d1Databases) expect(stdout).toContain(`env.${binding} (${name})`);
     expect(stdout).toContain("env.MOVE_QUEUE (trace-store-moves)");
     expect(existsSync(join(outdir, "index.js"))).toBe(true);
-  }, 180_000);
+  }, 300_000);
 });
