@@ -5,7 +5,7 @@
  * moved back by the days it gained. A shorter retention does not hurry a running job: the next
  * hourly run erases the rest. One catalog query per chunk, by primary key.
  */
-import type { DeletionJob, ExpiringProject } from "./deletion-jobs";
+import type { DeletionJob, ExpiringProject } from "./deletion-job-types";
 
 const MICROS_PER_DAY = 86_400_000_000;
 
