@@ -92,7 +92,7 @@ describe("the cap of each route", () => {
   });
 
   it("a route the table does not list gets the small default", () => {
-    expect(bodyLimitFor("POST", "/v2/not/listed")).toEqual({ route: "POST /v2/not/listed", bytes: DEFAULT_BODY_LIMIT, listed: false });
+    expect(bodyLimitFor("POST", "/v2/not/listed")).toEqual({ route: "POST /v2/not/listed", bytes: DEFAULT_BODY_LIMIT, values: 1_000, listed: false });
     expect(DEFAULT_BODY_LIMIT).toBeLessThanOrEqual(small);
   });
 

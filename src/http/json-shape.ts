@@ -33,11 +33,13 @@ const COLON = 0x3a;
 const isWhitespace = (byte: number) => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 
 /**
- * The shape of `bytes` (UTF-8 JSON), stopping at the first value past `maxValues` or the first
- * level past `maxDepth`. UTF-8 continuation bytes are all above 0x7f, so they never look like
- * JSON's punctuation and the bytes can be scanned without decoding them.
+ * The shape of `text` (UTF-8 bytes or a string), stopping at the first value past `maxValues` or
+ * the first level past `maxDepth`. UTF-8 continuation bytes (and UTF-16 units of non-ASCII
+ * characters) are all above 0x7f, so they never look like JSON's punctuation and the bytes can be
+ * scanned without decoding them.
  */
-export function jsonShape(bytes: Uint8Array, maxValues: number, maxDepth: number): JsonShape {
+export function jsonShape(text: Uint8Array | string, maxValues: number, maxDepth: number): JsonShape {
+  const bytes = typeof text === "string" ? { length: text.length, at: (i: number) => text.charCodeAt(i) } : { length: text.length, at: (i: number) => text[i]! };
   // One entry per open level: whether it is an object (its strings alternate name and value).
   const inObject: boolean[] = [];
   let values = 0;
@@ -45,11 +47,11 @@ export function jsonShape(bytes: Uint8Array, maxValues: number, maxDepth: number
   let expectingName = false;
   let inScalar = false;
   for (let i = 0; i < bytes.length; i++) {
-    const byte = bytes[i]!;
+    const byte = bytes.at(i);
     if (byte === QUOTE) {
       inScalar = false;
       // Skip to the closing quote; an escaped character is skipped with its backslash.
-      for (i++; i < bytes.length && bytes[i] !== QUOTE; i++) if (bytes[i] === BACKSLASH) i++;
+      for (i++; i < bytes.length && bytes.at(i) !== QUOTE; i++) if (bytes.at(i) === BACKSLASH) i++;
       if (expectingName && inObject[inObject.length - 1]) {
         expectingName = false;
         continue;
@@ -91,3 +93,10 @@ export function jsonShape(bytes: Uint8Array, maxValues: number, maxDepth: number
   }
   return { values, depth: deepest };
 }
+
+/**
+ * Whether a JSON text nests deeper than `maxDepth`. JSON.stringify and every walk of a parsed
+ * value recurse once per level: text nested thousands deep (`[[[[...]]]]` in an attribute) would
+ * overflow the stack when it is written back, so such text is kept as text.
+ */
+export const nestsDeeperThan = (text: string, maxDepth: number): boolean => jsonShape(text, Number.POSITIVE_INFINITY, maxDepth).over === "depth";
