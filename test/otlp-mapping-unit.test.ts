@@ -341,7 +341,7 @@ describe("what real clients send (issue 19, point 4b)", () => {
     ];
     const span = await mapOne({ "gen_ai.operation.name": "chat", "gen_ai.output.messages": JSON.stringify(output) });
     expect(span.output).toEqual({ role: "assistant", content: "Looking it up.", tool_calls: [{ id: "call_1", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } }] });
-    expect(JSON.parse(span.user_metadata!["gen_ai.output.tool_results"]!)).toEqual([{ role: "tool", content: "21 degrees", tool_call_id: "call_1" }]);
+    expect(JSON.parse(String(span.user_metadata!["gen_ai.output.tool_results"]))).toEqual([{ role: "tool", content: "21 degrees", tool_call_id: "call_1" }]);
   });
 
   it("time to first chunk: gen_ai.client.operation.time_to_first_chunk (seconds) and the AI SDK's ai.response.msToFirstChunk", async () => {
