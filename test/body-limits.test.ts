@@ -131,7 +131,7 @@ describe("the cap of each route", () => {
 
   it("the OpenTelemetry intake, which reads its own bodies, reads them within the table's cap", () => {
     for (const path of OTLP_PATHS) {
-      for (const prefix of ["", "/v2"]) expect(bodyLimitFor("POST", `${prefix}${path}`)).toMatchObject({ bytes: OTLP_LIMITS.maxBodyBytes, listed: true });
+      for (const prefix of ["", "/v2"]) expect(bodyLimitFor("POST", `${prefix}${path}`)).toMatchObject({ bytes: OTLP_LIMITS.maxBodyBytes, values: OTLP_LIMITS.maxJsonValues, listed: true });
     }
   });
 

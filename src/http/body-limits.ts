@@ -53,7 +53,7 @@ const INGEST: Cap = { bytes: 10 * MiB, values: 300_000 };
  * so a 10,000-span export needs more values than an ingest batch; the protobuf encoding is counted
  * by its own pre-scan (src/otlp/wire-counts.ts) against the same caps of OTLP_LIMITS.
  */
-const OTLP: Cap = { bytes: 10 * MiB, values: 600_000 };
+const OTLP: Cap = { bytes: 10 * MiB, values: 500_000 };
 
 const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /login", LOGIN],
