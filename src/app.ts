@@ -15,6 +15,7 @@ import { registerIngest } from "./ingest/ingest-routes";
 import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
+import { registerPrices } from "./pricing/price-routes";
 import { registerProjectUsage } from "./projects/project-usage";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
@@ -48,6 +49,7 @@ function protectedRoutes() {
   registerCounts(router);
   registerRecordLookups(router);
   registerDeletion(router);
+  registerPrices(router);
   return router;
 }
 

@@ -268,7 +268,9 @@ describe("a nested trace", () => {
       { tag: "prod", record_type: "trace" },
       { tag: "v2", record_type: "trace" },
     ]);
+    // The llm span's cost is computed from gpt-4o-mini's built-in price (docs/analytics.md).
     expect(await rows(`SELECT name, value, record_type FROM ${METRIC_ROWS} WHERE record_id = ? ORDER BY name`, ids.llm)).toEqual([
+      { name: "cost", value: (12 * 0.15 + 5 * 0.6) / 1e6, record_type: "span" },
       { name: "num_input_tokens", value: 12, record_type: "span" },
       { name: "num_output_tokens", value: 5, record_type: "span" },
       { name: "toxicity", value: 0.01, record_type: "span" },

@@ -28,6 +28,7 @@ import { heldPatchStatements } from "../ingest/streaming-patches";
 import { earlierTraceStartStatements } from "../ingest/trace-start";
 import { isoToMicros } from "../ingest/timestamps";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "../ingest/write-records";
+import type { PriceBook } from "../pricing/price-lookup";
 import type { RunWithProject } from "../projects/run-access";
 import type { TracePlan } from "./plan-export";
 
@@ -105,8 +106,10 @@ export async function writeExport(
   run: RunWithProject,
   traces: TracePlan[],
   nowMicros: number,
+  prices: PriceBook,
 ): Promise<WriteOutcome> {
   const ctx: IngestContext = {
+    prices,
     organizationId: principal.organizationId,
     projectId: run.projectId,
     runId: run.runId,
