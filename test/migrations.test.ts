@@ -71,9 +71,12 @@ describe("0005: record ids per project, side rows by rid", () => {
     ]);
     // 0009's triggers keep the metric rows equal to the JSON from then on.
     await db.prepare(`UPDATE records SET metrics = '{"num_input_tokens":4,"cost":0.25}' WHERE id = 'span-1'`).run();
+    // (and 0011's roll-ups sum the llm span's tokens and cost into its trace)
     expect(await metricRows()).toEqual([
       { id: "span-1", name: "cost", value: 0.25 },
       { id: "span-1", name: "num_input_tokens", value: 4 },
+      { id: "trace-1", name: "cost", value: 0.25 },
+      { id: "trace-1", name: "num_input_tokens", value: 4 },
       { id: "trace-1", name: "toxicity", value: 0.5 },
     ]);
     // The cascade from records to side rows is in place, and so are the guard triggers.
