@@ -1,6 +1,7 @@
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
+import { registerMetrics } from "./analytics/metrics-routes";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
@@ -47,6 +48,7 @@ function protectedRoutes() {
   registerGeneratedClientCompat(router);
   registerSearch(router);
   registerCounts(router);
+  registerMetrics(router);
   registerRecordLookups(router);
   registerDeletion(router);
   registerPrices(router);
