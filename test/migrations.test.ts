@@ -104,6 +104,13 @@ describe("0005: record ids per project, side rows by rid", () => {
       "records_ownership_guard",
       "records_project_on_shard_insert",
       "records_project_on_shard_update",
+      "records_rollup_session_insert",
+      "records_rollup_span_delete",
+      "records_rollup_span_insert",
+      "records_rollup_span_update",
+      "records_rollup_trace_delete",
+      "records_rollup_trace_insert",
+      "records_rollup_trace_update",
       "run_columns_metric_name_limit",
       "runs_families",
     ]);

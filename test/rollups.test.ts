@@ -8,7 +8,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
-import { allRecordDbs } from "./support/record-dbs";
+import { allRecordDbs, recordsOf } from "./support/record-dbs";
+import { backfillRollups } from "../src/maintenance/backfill-rollups";
 
 const uuid = () => crypto.randomUUID();
 
@@ -180,5 +181,31 @@ describe("rolled-up values in search", () => {
     for (const id of ["metrics/cost", "metrics/num_input_tokens", "metrics/num_output_tokens", "metrics/num_total_tokens"]) {
       expect(byId.get(id), id).toMatchObject({ roll_up_method: "sum" });
     }
+  });
+});
+
+describe("the backfill of records written before the roll-ups", () => {
+  it("recomputes them window by window, resumably, and changes nothing the second time", async () => {
+    const session = await newSession();
+    const [a, b] = [uuid(), uuid()];
+    await ingest([{ id: a, name: "old a", spans: [llm(uuid(), 10, 2, 0.5)] }, { id: b, name: "old b", metrics: { cost: 3 }, spans: [llm(uuid(), 1, 1, 0.25)] }], session);
+    const db = await recordsOf(projectId);
+    // As before migration 0011: the parents without their roll-ups.
+    const clear = "UPDATE records SET metrics = json_remove(metrics, '$.num_input_tokens', '$.num_output_tokens', '$.num_total_tokens', '$.cost'), derived_metrics = 0 WHERE id = ?1";
+    await db.batch([db.prepare(clear).bind(a), db.prepare(clear).bind(session), db.prepare("UPDATE records SET metrics = '{\"cost\":3}', derived_metrics = 0 WHERE id = ?1").bind(b)]);
+    await db.prepare(clear).bind(session).run();
+    expect(await metricsOf(a)).toEqual({});
+    expect(await metricsOf(session)).toEqual({});
+    const { first } = (await db.prepare("SELECT min(rid) - 1 AS first FROM records WHERE id IN (?1, ?2, ?3)").bind(a, b, session).first<{ first: number }>())!;
+    const { last } = (await db.prepare("SELECT max(rid) AS last FROM records").first<{ last: number }>())!;
+    await db.prepare("UPDATE rollup_backfill SET after_rid = ?1, until_rid = ?2").bind(first, last).run();
+
+    expect(await backfillRollups(db, 1, 2)).toEqual({ windows: 1, complete: false });
+    let outcome = { windows: 0, complete: false };
+    while (!outcome.complete) outcome = await backfillRollups(db, 3, 2);
+    expect(tokens(await metricsOf(a))).toEqual({ num_input_tokens: 10, num_output_tokens: 2, num_total_tokens: 12, cost: 0.5 });
+    expect(tokens(await metricsOf(b))).toEqual({ num_input_tokens: 1, num_output_tokens: 1, num_total_tokens: 2, cost: 3 });
+    expect(tokens(await metricsOf(session))).toEqual({ num_input_tokens: 11, num_output_tokens: 3, num_total_tokens: 14, cost: 3.5 });
+    expect(await backfillRollups(db)).toEqual({ windows: 0, complete: true });
   });
 });

@@ -22,7 +22,7 @@ import { runAggregation } from "./run-aggregation";
 
 const MAX_METRIC_DETAILS = 100;
 const Minutes = z.number().int().min(1).max(525_600 * 10);
-const Time = z.string().openapi({ description: "ISO 8601 date-time", example: "2026-11-01T00:00:00Z" });
+const Time = z.string().openapi({ description: "ISO 8601 date-time", format: "date-time", example: "2026-11-01T00:00:00Z" });
 const GroupBy = z.string().min(1).max(300).nullish().openapi({
   description: "`name`, `status_code`, `tags` (a record counts under each of its tags) or `user_metadata.<key>`; for spans also `type` and `model`. The 20 groups with most records are shown, the rest summed under `other`.",
 });

@@ -253,6 +253,17 @@ export const records = sqliteTable(
 );
 
 /**
+ * Progress of the roll-up backfill on this database (src/maintenance/backfill-rollups.ts): per
+ * family (`trace`, then `session`), the records up to `until_rid` (the last one written before
+ * the roll-up triggers existed) are recomputed in rid order; `after_rid` is how far it got.
+ */
+export const rollupBackfill = sqliteTable("rollup_backfill", {
+  family: text("family").primaryKey(),
+  afterRid: integer("after_rid").notNull(),
+  untilRid: integer("until_rid").notNull(),
+});
+
+/**
  * An organization's own prices of a model (USD per 1M tokens), which win over the built-in table
  * (src/pricing). `name` is lower-cased: model names compare without case.
  */
