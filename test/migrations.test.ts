@@ -42,7 +42,7 @@ describe("0005: record ids per project, side rows by rid", () => {
     await applyD1Migrations(db, env.TEST_MIGRATIONS);
 
     const after = (await db.prepare("SELECT * FROM records ORDER BY id").all<Record<string, unknown>>()).results;
-    // Later migrations add columns (0009 family_key, 0010 derived_metrics: nothing derived yet).
+    // Later migrations add columns (0009 family_key, 0012 derived_metrics: nothing derived yet).
     expect(after.map(({ rid: _rid, family_key: _familyKey, derived_metrics: derived, ...rest }) => (expect(derived).toBe(0), rest))).toEqual(before);
     // 0009: each record carries the key of its run's family.
     const families = (
@@ -71,7 +71,7 @@ describe("0005: record ids per project, side rows by rid", () => {
     ]);
     // 0009's triggers keep the metric rows equal to the JSON from then on.
     await db.prepare(`UPDATE records SET metrics = '{"num_input_tokens":4,"cost":0.25}' WHERE id = 'span-1'`).run();
-    // (and 0011's roll-ups sum the llm span's tokens and cost into its trace)
+    // (and 0013's roll-ups sum the llm span's tokens and cost into its trace)
     expect(await metricRows()).toEqual([
       { id: "span-1", name: "cost", value: 0.25 },
       { id: "span-1", name: "num_input_tokens", value: 4 },
@@ -113,6 +113,8 @@ describe("0005: record ids per project, side rows by rid", () => {
       "records_rollup_trace_update",
       "run_columns_metric_name_limit",
       "runs_families",
+      "write_refusals_parent_chain",
+      "write_refusals_project_importing",
     ]);
   });
 

@@ -190,7 +190,7 @@ describe("the backfill of records written before the roll-ups", () => {
     const [a, b] = [uuid(), uuid()];
     await ingest([{ id: a, name: "old a", spans: [llm(uuid(), 10, 2, 0.5)] }, { id: b, name: "old b", metrics: { cost: 3 }, spans: [llm(uuid(), 1, 1, 0.25)] }], session);
     const db = await recordsOf(projectId);
-    // As before migration 0011: the parents without their roll-ups.
+    // As before migration 0013: the parents without their roll-ups.
     const clear = "UPDATE records SET metrics = json_remove(metrics, '$.num_input_tokens', '$.num_output_tokens', '$.num_total_tokens', '$.cost'), derived_metrics = 0 WHERE id = ?1";
     await db.batch([db.prepare(clear).bind(a), db.prepare(clear).bind(session), db.prepare("UPDATE records SET metrics = '{\"cost\":3}', derived_metrics = 0 WHERE id = ?1").bind(b)]);
     await db.prepare(clear).bind(session).run();

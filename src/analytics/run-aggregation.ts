@@ -4,12 +4,12 @@
  * percentiles asked for. The caller's run was proven its own before (catalog), and every
  * statement is confined to that run's family; the window is cut at the project's retention, so
  * expired records are never counted. Scan-class: it holds one of the organization's scan slots
- * (docs/limits.md) while it runs.
+ * (withinScanAdmission, docs/limits.md) while it runs.
  */
 import type { Context } from "hono";
 import { nowMicros } from "../db/client";
 import type { AppEnv } from "../http/app-env";
-import { whileHoldingScanSlot } from "../limits/scan-admission";
+import { type QueryCost, withinScanAdmission } from "../limits/scan-admission";
 import { retentionCutoffMicros } from "../retention/retention-policy";
 import { onProjectShard } from "../shards/project-shard";
 import type { RecordFamily } from "../columns/standard-columns";
@@ -65,6 +65,12 @@ export async function runMetricNames(db: D1Database, runId: string, family: Reco
   return new Set(rows.results.map((row) => row.column_id.slice("metrics/".length)));
 }
 
+/**
+ * Metrics read every record of the window whatever the filter keeps: scan-class by shape, stated
+ * here as the deletion dry run states its own (src/search/search-cost.ts classifies searches).
+ */
+const METRICS_COST: QueryCost = { class: "scan", reasons: ["metrics aggregate every record of the window"] };
+
 const prepared = (db: D1Database, statement: Statement) => db.prepare(statement.sql).bind(...statement.params);
 
 export async function runAggregation(
@@ -75,7 +81,7 @@ export async function runAggregation(
   const organizationId = c.get("principal").organizationId;
   return onProjectShard(c, request.projectId, "read", async ({ db, route }) => {
     const plan = planFor(await runMetricNames(db, request.runId, request.family));
-    return whileHoldingScanSlot(c.env, organizationId, async () => {
+    return withinScanAdmission(c.env, organizationId, METRICS_COST, async () => {
       const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros());
       const fromMicros = Math.max(request.window.startMicros, cutoff ?? Number.MIN_SAFE_INTEGER);
       const scope: AggregateScope = { family: request.family, runId: request.runId, fromMicros, toMicros: request.window.endMicros, filter: request.filter };

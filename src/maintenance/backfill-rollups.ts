@@ -1,6 +1,6 @@
 /**
  * The roll-up backfill (contract, section 9, "derived data, one rule"): records written before
- * the roll-up triggers existed (migration 0011) get their trace and session sums here, a bounded
+ * the roll-up triggers existed (migration 0013) get their trace and session sums here, a bounded
  * window of rids at a time, resumable: `rollup_backfill` keeps how far each family got on each
  * database, and every window's recomputation and its progress are one atomic batch. Traces go
  * first (their updates recompute their sessions through the triggers), then sessions (those whose

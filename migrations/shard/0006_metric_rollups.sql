@@ -1,4 +1,4 @@
--- The catalog's migration 0011 (migrations/0011_metric_rollups.sql), for a data shard.
+-- The catalog's migration 0013 (migrations/0013_metric_rollups.sql), for a data shard.
 -- Token and cost roll-ups (contract, section 9; docs/analytics.md): a trace without its own
 -- value of cost, num_input_tokens, num_output_tokens or num_total_tokens holds the sum over its llm
 -- spans, a session the sum over its traces; records.derived_metrics marks the summed values.
