@@ -7,6 +7,8 @@
  * traces all had their own values). A recomputation is the triggers' own (a sum over the
  * children as stored), so running a window twice, or over records the triggers already keep,
  * changes nothing. Until it is done, such older parents lack their roll-ups (docs/analytics.md).
+ * Records of a project this database does not hold for writing (a move's source) are skipped, as
+ * the triggers skip them: the move's copy rebuilds them on its target.
  */
 import { DERIVED_KEYS } from "../ingest/derived-metrics";
 
@@ -30,7 +32,8 @@ function recompute(family: Family): string {
   const values = DERIVED_KEYS.map(([key, bit]) => `'${key}', CASE WHEN ${own(key, bit)} THEN records.metrics ->> '$.${key}' WHEN ${of("count", key)} > 0 THEN ${of("sum", key)} END`);
   const bits = DERIVED_KEYS.map(([key, bit]) => `CASE WHEN NOT ${own(key, bit)} AND ${of("count", key)} > 0 THEN ${bit} ELSE 0 END`);
   return `UPDATE records SET metrics = json_patch(records.metrics, json_object(${values.join(", ")})), derived_metrics = ${bits.join(" | ")}
-    WHERE rid > ?1 AND rid <= ?2 AND record_type = '${family}' AND NOT (${DERIVED_KEYS.map(([key, bit]) => own(key, bit)).join(" AND ")})`;
+    WHERE rid > ?1 AND rid <= ?2 AND record_type = '${family}' AND NOT (${DERIVED_KEYS.map(([key, bit]) => own(key, bit)).join(" AND ")})
+      AND EXISTS (SELECT 1 FROM shard_projects AS sp WHERE sp.project_id = records.project_id AND sp.state IN ('active', 'exporting', 'importing'))`;
 }
 
 const PRESENT_COLUMNS = `INSERT INTO run_columns (run_id, record_type, column_id)
