@@ -7,7 +7,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { database } from "../db/client";
 import type { AppEnv } from "../http/app-env";
-import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import { commonErrorResponses, ProjectIdParam, tooLargeResponse } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
 import { ownedRunWithProject } from "../projects/run-access";
@@ -78,7 +78,7 @@ const metricsSearch = createRoute({
   description:
     "Over the run's traces created in [start_time, end_time): `trace_count`, `session_count`, `span_count`, `error_count`, `error_rate`, `average_latency_ns`, `p50/p90/p95/p99_latency_ns`, `total_input_tokens`, `total_output_tokens`, `total_tokens`, `total_cost`, `average_cost` and `average_<metric>` of every other metric; `aggregate_metrics` over the whole window, `bucketed_metrics` per bucket (every bucket, empty ones with counts 0 and other values null). Exact (percentiles by nearest rank). Records hidden by the retention are not counted. Scan-class (docs/limits.md).",
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: MetricsSearchBody } }, required: true } },
-  responses: { 200: { content: { "application/json": { schema: MetricsResponse } }, description: "The figures" }, ...commonErrorResponses },
+  responses: { 200: { content: { "application/json": { schema: MetricsResponse } }, description: "The figures" }, ...tooLargeResponse, ...commonErrorResponses },
 });
 
 const customSearch = createRoute({
@@ -89,7 +89,7 @@ const customSearch = createRoute({
   description:
     "Each of `metric_details` (at most 100) aggregates a metric or a number / boolean column of the run's traces, spans or sessions created in [start_time, end_time): Count (records with a value), Sum, Average, Min, Max, P50, P90, P95, P99 (nearest rank), PercentageTrue, PercentageFalse (0..100). Scan-class (docs/limits.md).",
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: CustomSearchBody } }, required: true } },
-  responses: { 200: { content: { "application/json": { schema: MetricsResponse } }, description: "The figures" }, ...commonErrorResponses },
+  responses: { 200: { content: { "application/json": { schema: MetricsResponse } }, description: "The figures" }, ...tooLargeResponse, ...commonErrorResponses },
 });
 
 async function ownedRun(c: Context<AppEnv>, projectId: string, body: Parameters<typeof runSelectorOf>[0]) {

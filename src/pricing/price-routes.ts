@@ -7,7 +7,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { adminOnly } from "../auth/authenticate";
 import { nowMicros } from "../db/client";
-import { adminOnlyResponse, commonErrorResponses } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, tooLargeResponse } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { defaultPriceOf } from "./price-lookup";
 import { listOverrides, modelKey, overrideOf, removeOverride, setOverride } from "./price-overrides";
@@ -57,6 +57,7 @@ const putOverride = createRoute({
   responses: {
     200: { content: { "application/json": { schema: PriceOverride } }, description: "The override" },
     ...adminOnlyResponse,
+    ...tooLargeResponse,
     ...commonErrorResponses,
   },
 });
