@@ -1,3 +1,5 @@
+import { registerAnnotationRatings } from "./annotations/rating-routes";
+import { registerAnnotationTemplates } from "./annotations/template-routes";
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
@@ -48,6 +50,8 @@ function protectedRoutes() {
   registerCounts(router);
   registerRecordLookups(router);
   registerDeletion(router);
+  registerAnnotationTemplates(router);
+  registerAnnotationRatings(router);
   return router;
 }
 

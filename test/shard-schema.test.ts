@@ -21,6 +21,8 @@ const SHARD_TABLES = [
   "shard_projects",
   "shard_jobs",
   "shard_project_changes",
+  "annotation_templates",
+  "annotation_ratings",
 ];
 
 async function describeTable(db: D1Database, table: string) {

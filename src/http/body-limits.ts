@@ -34,6 +34,13 @@ const SEARCH = 2 * MiB;
  * into rows (measured in V8, docs/limits.md): half of an isolate's 128 MB.
  */
 const INGEST = 10 * MiB;
+/**
+ * An annotation template: a choice tree may hold 50 choices a level over 10 levels of 255-character
+ * labels; real ones are a few KB. Ratings in bulk: up to 1,000 trace ids (37 KB) and a few
+ * operations, whose values are at most a template's tags.
+ */
+const ANNOTATION = 256 * KiB;
+const ANNOTATION_BULK = 1 * MiB;
 
 const ROUTE_BODY_LIMITS: ReadonlyMap<string, number> = new Map([
   ["POST /login", LOGIN],
@@ -62,6 +69,12 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, number> = new Map([
   ["POST /v2/projects/{project_id}/spans/available_columns", SMALL],
   ["POST /v2/projects/{project_id}/sessions/available_columns", SMALL],
   ["POST /v2/org-jobs/delete-by-metadata", SMALL],
+  ["POST /v2/projects/{project_id}/annotation/templates", ANNOTATION],
+  ["PATCH /v2/projects/{project_id}/annotation/templates/{template_id}", SMALL],
+  ["POST /v2/projects/{project_id}/annotation/templates/reorder", SMALL],
+  ["PUT /v2/projects/{project_id}/annotation/templates/{template_id}/records/{record_id}/rating", SMALL],
+  ["PUT /v2/projects/{project_id}/annotation/templates/{template_id}/traces/{trace_id}/rating", SMALL],
+  ["POST /v2/projects/{project_id}/annotation/ratings", ANNOTATION_BULK],
   // OTLP reads its own bodies (src/otlp/read-body.ts: gzip inflated, counted after inflation)
   // with this cap (test/body-limits.test.ts keeps OTLP_LIMITS.maxBodyBytes equal to it).
   ["POST /otel/v1/traces", INGEST],
