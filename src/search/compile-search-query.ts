@@ -32,6 +32,7 @@ import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, gu
 import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
+import { RATINGS_COLUMN, ratingsJsonSql } from "../annotations/record-feedback";
 
 export interface SearchScope {
   organizationId: string;
@@ -300,6 +301,9 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   // buffering copied every page's text twice more and cost 2.5 ms against 1.3 ms this way
   // (first page at 1,000,000 records). The stored columns are then read by rowid.
   const budgeted = sql`SELECT *, sum("_row_bytes") OVER (ORDER BY ${order("arms")} ROWS UNBOUNDED PRECEDING) AS "_bytes_through", count(*) OVER () AS "_rows_read" FROM (${inner}) AS "arms"`;
-  const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
+  // The record's ratings with live templates (served by the ratings' primary key), for the
+  // feedback fields (src/annotations/record-feedback.ts).
+  const ratings = query.projection.feedback ? sql.raw(`, ${ratingsJsonSql(`"page"."rid"`)} AS "${RATINGS_COLUMN}"`) : sql``;
+  const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}${ratings}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
   return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
 }

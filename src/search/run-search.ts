@@ -5,6 +5,7 @@ import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import type { RunSelector } from "../projects/run-selector";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
+import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
 import { compileSearchQuery } from "./compile-search-query";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
@@ -34,10 +35,12 @@ export async function runSearch(
       runId: selector.runId,
       runKind: selector.kind,
     });
-    const [state, owned, rows] = await db.batch<StoredRow>([
+    const feedback = query.projection.feedback;
+    const [state, owned, rows, templates] = await db.batch<StoredRow>([
       projectStateStatement(db, projectId),
       db.prepare(ownership.sql).bind(...ownership.params),
       db.prepare(page.sql).bind(...page.params),
+      ...(feedback ? [feedbackTemplatesStatement(db, projectId)] : []),
     ]);
     if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
     if ((owned?.results.length ?? 0) === 0) {
@@ -46,7 +49,9 @@ export async function runSearch(
       await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
       return pageResponse([], query);
     }
-    return pageResponse((rows?.results ?? []) as StoredRow[], query);
+    const response = pageResponse((rows?.results ?? []) as StoredRow[], query);
+    if (feedback) withFeedback(response.records, (rows?.results ?? []) as StoredRow[], templates, principal.userId);
+    return response;
   });
 }
 
