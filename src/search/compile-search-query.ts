@@ -108,6 +108,16 @@ function sortExpression(column: ColumnRef, pack: SqlParamPack): { expression: SQ
       };
     case "metric":
       throw new Error("metric sorts use the metric plan");
+    case "annotation": {
+      // The aggregate (contract section 8): the like share or the average for the types with a
+      // number, the number of ratings otherwise; NULL (sorted last) for a record without rating.
+      const numeric = column.annotationType === "like_dislike" || column.annotationType === "star" || column.annotationType === "score";
+      const aggregate = sql.raw(numeric ? `avg("sa"."num_value")` : `nullif(count(*), 0)`);
+      return {
+        expression: sql`(SELECT ${aggregate} FROM "annotation_ratings" AS "sa" WHERE "sa"."record_rid" = ${r.rid} AND "sa"."template_id" = ${pack.value(column.templateId)})`,
+        nullable: true,
+      };
+    }
   }
 }
 
@@ -137,7 +147,7 @@ interface SideDriver {
 function sideDriverOf(conjuncts: readonly FilterNode[]): SideDriver | undefined {
   for (const conjunct of conjuncts) {
     const leaf = leafOf(conjunct);
-    if (!leaf || leaf.kind === "never" || leaf.kind === "tags_equal" || leaf.kind === "between") continue;
+    if (!leaf || leaf.kind === "fully_annotated" || leaf.kind === "tags_equal" || leaf.kind === "between") continue;
     if (leaf.kind === "compare" && leaf.operator === "eq" && leaf.caseSensitive && leaf.column.kind === "user_metadata") return { conjunct, leaf };
     if (leaf.kind === "contains" && leaf.caseSensitive && isColumn(leaf.column, "tags")) return { conjunct, leaf };
   }
@@ -193,7 +203,7 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   // proves the record has the metric, so the arm of records without it is then empty.
   const onMetric = (node: FilterNode) => {
     const leaf = leafOf(node);
-    return leaf !== undefined && leaf.kind !== "never" && leaf.column.kind === "metric" && leaf.column.name === name;
+    return leaf !== undefined && leaf.kind !== "fully_annotated" && leaf.column.kind === "metric" && leaf.column.name === name;
   };
   const ranges = conjuncts.filter(onMetric).map((node) => sql` AND ${valueTest(driverMetrics.value, leafOf(node)!, pack)}`);
   const rest = residual(conjuncts.filter((c) => !onMetric(c)), pack);

@@ -6,6 +6,7 @@ import type { RunSelector } from "../projects/run-selector";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
+import { bindAnnotationColumns } from "./bind-annotation-columns";
 import { compileSearchQuery } from "./compile-search-query";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
@@ -29,6 +30,7 @@ export async function runSearch(
   const principal = c.get("principal");
   const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
   return onProjectShard(c, projectId, "read", async ({ db, route }) => {
+    await bindAnnotationColumns(db, projectId, query);
     const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
       organizationId: principal.organizationId,
       projectId,

@@ -34,7 +34,7 @@ function sortIsIndexed(sort: SearchQuery["sort"]): boolean {
 }
 
 function leafReason(leaf: FilterLeaf): string | undefined {
-  if (leaf.kind === "never" || leaf.kind === "between") return undefined;
+  if (leaf.kind === "fully_annotated" || leaf.kind === "between") return undefined;
   const isTags = leaf.column.kind === "standard" && leaf.column.id === "tags";
   if (leaf.kind === "contains" && !isTags) return `substring match on ${leaf.column.id}`;
   if (!leaf.caseSensitive) return `case-insensitive match on ${leaf.column.id}`;
