@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 
 const SHARD_TABLES = [
   "runs",
+  "write_refusals",
   "run_families",
   "records",
   "record_metadata",

@@ -1,7 +1,8 @@
 /**
  * Annotation work on the project's shard (templates and ratings live beside the records:
  * docs/annotations.md). Reads start their batch with the project's state there, writes with the
- * project's registration (as ingestion does), so a stale route is re-routed by onProjectShard and
+ * project's registration and the refusal of a copy a move is still filling (as ingestion does:
+ * src/ingest/write-guards.ts), so a stale route is re-routed by onProjectShard and
  * a write for a project the shard no longer holds is refused by the database
  * (annotation_*_project_on_shard_* triggers) and rolled back.
  */
@@ -9,6 +10,7 @@ import type { Context } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere, registerProjectStatement } from "../shards/shard-membership";
+import { refuseWhileImportingStatement } from "../ingest/write-guards";
 
 /** Runs `statements` as one read batch on the project's shard; answers their results. */
 export function readOnShard(c: Context<AppEnv>, projectId: string, statements: (db: D1Database) => D1PreparedStatement[]): Promise<D1Result[]> {
@@ -26,7 +28,7 @@ export function readOnShard(c: Context<AppEnv>, projectId: string, statements: (
 export function writeOnShard(c: Context<AppEnv>, projectId: string, statements: (db: D1Database) => D1PreparedStatement[]): Promise<D1Result[]> {
   const { organizationId } = c.get("principal");
   return onProjectShard(c, projectId, "write", async ({ db }) => {
-    const [, ...results] = await db.batch([registerProjectStatement(db, { projectId, organizationId }), ...statements(db)]);
+    const [, , ...results] = await db.batch([registerProjectStatement(db, { projectId, organizationId }), refuseWhileImportingStatement(db, projectId), ...statements(db)]);
     return results;
   });
 }

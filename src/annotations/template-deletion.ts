@@ -8,6 +8,8 @@
  * maintenance (src/maintenance/scheduled.ts), MAINTENANCE_CHUNKS a run on each database.
  * Every step is idempotent: a repeated DELETE or a chunk run twice removes nothing more.
  */
+import { refuseWhileImportingStatement } from "../ingest/write-guards";
+
 export const TEMPLATE_DELETION = {
   ratingChunk: 1000,
   requestChunks: 20,
@@ -25,11 +27,12 @@ DELETE FROM annotation_templates WHERE id = ?1 AND deleted_at IS NOT NULL
 
 /** Marks a live template of the project deleted; answers whether there was one. */
 export async function markTemplateDeleted(db: D1Database, projectId: string, templateId: string, now: number): Promise<boolean> {
-  const result = await db
-    .prepare("UPDATE annotation_templates SET deleted_at = ?3, updated_at = ?3 WHERE id = ?1 AND project_id = ?2 AND deleted_at IS NULL")
-    .bind(templateId, projectId, now)
-    .run();
-  return (result.meta.changes ?? 0) > 0;
+  const [, result] = await db.batch([
+    // A copy a move is still filling takes no client write (src/ingest/write-guards.ts).
+    refuseWhileImportingStatement(db, projectId),
+    db.prepare("UPDATE annotation_templates SET deleted_at = ?3, updated_at = ?3 WHERE id = ?1 AND project_id = ?2 AND deleted_at IS NULL").bind(templateId, projectId, now),
+  ]);
+  return (result?.meta.changes ?? 0) > 0;
 }
 
 /**

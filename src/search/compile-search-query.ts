@@ -138,7 +138,7 @@ function recordsPlan(ctx: Context): SQL {
 
 // ---- side-table-driven plan (native order) ----------------------------------------------------
 
-interface SideDriver {
+export interface SideDriver {
   conjunct: FilterNode;
   leaf: FilterLeaf;
 }
@@ -225,6 +225,23 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   return { with: counted, inner: sql`SELECT * FROM (${firstArm}) UNION ALL SELECT * FROM (${secondArm})` };
 }
 
+// ---- which plan ---------------------------------------------------------------------------------
+
+/**
+ * The table whose index drives the statement: record_metrics for a metric sort, a side table's
+ * index for a top-level metadata `eq` or tag `contains` in native order, else records (whose
+ * index SQLite picks). search-cost.ts classifies a search by this same choice.
+ */
+export type AccessPath = { kind: "metric"; name: string } | { kind: "side"; driver: SideDriver } | { kind: "records"; nativeOrder: boolean };
+
+export function accessPathOf(query: SearchQuery): AccessPath {
+  const sortColumn = query.sort?.column;
+  if (sortColumn?.kind === "metric") return { kind: "metric", name: sortColumn.name };
+  const nativeOrder = !sortColumn || isColumn(sortColumn, "created_at");
+  const driver = nativeOrder ? sideDriverOf(conjunctsOf(query.filter)) : undefined;
+  return driver ? { kind: "side", driver } : { kind: "records", nativeOrder };
+}
+
 // ---- the statement ------------------------------------------------------------------------------
 
 function countColumns(ctx: Context): SQL {
@@ -290,17 +307,15 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
     columns: sql`${r.rid} AS "rid", ${r.id} AS "id", ${rowBytes(names, query)} AS "_row_bytes"`,
     familyKey: familyKeyOf(pack.value(scope.runId), pack.value(query.family)),
   };
-  const sortColumn = query.sort?.column;
+  const path = accessPathOf(query);
   let prefix = sql``;
   let inner: SQL;
-  if (sortColumn?.kind === "metric") {
-    const plan = metricPlan(ctx, sortColumn.name);
+  if (path.kind === "metric") {
+    const plan = metricPlan(ctx, path.name);
     prefix = plan.with;
     inner = plan.inner;
   } else {
-    const inNativeOrder = !sortColumn || isColumn(sortColumn, "created_at");
-    const driver = inNativeOrder ? sideDriverOf(conjunctsOf(query.filter)) : undefined;
-    inner = driver ? sidePlan(ctx, driver) : recordsPlan(ctx);
+    inner = path.kind === "side" ? sidePlan(ctx, path.driver) : recordsPlan(ctx);
   }
   // The page is re-sorted outside (at most limit + 1 rows): a subquery's order is not guaranteed.
   const order = (table: string) => sql.raw(`"${table}"."arm", "${table}"."sort_value" IS NULL, "${table}"."sort_value" ${ctx.direction}, "${table}"."id" ${ctx.direction}`);

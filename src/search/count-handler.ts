@@ -64,8 +64,8 @@ export function registerCounts(app: Router): void {
         }
         return Number(counted?.results?.[0]?.total ?? 0);
       });
-      // A count over a substring or case-insensitive filter reads every row of the run, as the
-      // search would: it is admitted as the search would be.
+      // A count whose filter no index narrows (a substring, an unindexed column, ...) reads every
+      // row of the run, as the search would: it is admitted by the same classification.
       const total = await withinSearchAdmission(c.env, principal.organizationId, query, count);
       return c.json({ total_count: Math.min(total, COUNT_CAP), capped: total > COUNT_CAP }, 200);
     });

@@ -1,5 +1,5 @@
 -- Annotations and feedback (issue 20; docs/annotations.md): a project's annotation templates and
--- the ratings people give its records, kept beside the records (the shard's migration 0004 does
+-- the ratings people give its records, kept beside the records (the shard's migration 0005 does
 -- the same, word for word). Ratings are keyed by their record and go with it by ON DELETE CASCADE
 -- in every deletion path's own chunks; templates are removed by their own bounded chunks.
 CREATE TABLE `annotation_ratings` (
