@@ -1,3 +1,5 @@
+import { registerAnnotationRatings } from "./annotations/rating-routes";
+import { registerAnnotationTemplates } from "./annotations/template-routes";
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
@@ -56,6 +58,8 @@ function protectedRoutes() {
   registerRecordLookups(router);
   registerDeletion(router);
   registerPrices(router);
+  registerAnnotationTemplates(router);
+  registerAnnotationRatings(router);
   return router;
 }
 

@@ -88,6 +88,18 @@ describe("0005: record ids per project, side rows by rid", () => {
     ]);
     const triggers = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string }>()).results;
     expect(triggers.map((t) => t.name)).toEqual([
+      // Annotations (0012): guards and change log like the records', and created_at carried over.
+      "annotation_ratings_changes_while_exporting_delete",
+      "annotation_ratings_changes_while_exporting_insert",
+      "annotation_ratings_changes_while_exporting_update",
+      "annotation_ratings_follow_created_at",
+      "annotation_ratings_project_on_shard_insert",
+      "annotation_ratings_project_on_shard_update",
+      "annotation_templates_changes_while_exporting_delete",
+      "annotation_templates_changes_while_exporting_insert",
+      "annotation_templates_changes_while_exporting_update",
+      "annotation_templates_project_on_shard_insert",
+      "annotation_templates_project_on_shard_update",
       "record_metrics_on_delete",
       "record_metrics_on_insert",
       "record_metrics_on_update",

@@ -23,6 +23,8 @@ const SHARD_TABLES = [
   "shard_jobs",
   "shard_project_changes",
   "rollup_backfill",
+  "annotation_templates",
+  "annotation_ratings",
 ];
 
 async function describeTable(db: D1Database, table: string) {

@@ -6,6 +6,7 @@
  * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (README, "Scheduled maintenance").
  */
+import { purgeDeletedTemplates } from "../annotations/template-deletion";
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
@@ -18,14 +19,20 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
   const now = Math.min(nowMicros(), scheduledTime * 1000);
   for (const shard of allRecordDatabases(env)) {
     try {
-      const outcome = await purgeExpired(shardDatabase(env, shard), now);
+      const db = shardDatabase(env, shard);
+      const outcome = await purgeExpired(db, now);
       if (outcome.patches > 0 || outcome.tombstones > 0 || !outcome.complete) {
         console.log(
           `maintenance on ${shard}: purged ${outcome.patches} expired held updates and ${outcome.tombstones} expired tombstones${outcome.complete ? "" : "; more remain for the next run"}`,
         );
       }
-      const backfill = await backfillRollups(shardDatabase(env, shard));
+      const backfill = await backfillRollups(db);
       if (backfill.windows > 0) console.log(`maintenance on ${shard}: roll-up backfill ran ${backfill.windows} windows${backfill.complete ? ", done" : "; more remain for the next run"}`);
+      // Deleted annotation templates whose ratings a request could not all remove.
+      const templates = await purgeDeletedTemplates(db);
+      if (templates.templates > 0 || !templates.complete) {
+        console.log(`maintenance on ${shard}: finished deleting ${templates.templates} annotation template(s)${templates.complete ? "" : "; more remain for the next run"}`);
+      }
     } catch (error) {
       // One database down must not keep the others from their maintenance.
       console.error(`maintenance on ${shard} failed: ${error instanceof Error ? error.message : String(error)}`);
