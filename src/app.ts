@@ -5,6 +5,7 @@ import { registerLogout } from "./auth/logout-route";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
+import { registerDeleteByFilter } from "./delete-by-filter/delete-by-filter-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
 import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
@@ -52,6 +53,7 @@ function protectedRoutes() {
   registerCounts(router);
   registerRecordLookups(router);
   registerDeletion(router);
+  registerDeleteByFilter(router);
   return router;
 }
 
