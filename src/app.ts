@@ -7,6 +7,7 @@ import { registerGeneratedClientCompat } from "./compat/generated-client-records
 import { registerRecordLookups } from "./compat/record-lookup-routes";
 import { registerDeleteByFilter } from "./delete-by-filter/delete-by-filter-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
+import { registerExport } from "./export/export-route";
 import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
 import { refuseCrossSiteRequests } from "./http/cross-site-requests";
@@ -54,6 +55,7 @@ function protectedRoutes() {
   registerRecordLookups(router);
   registerDeletion(router);
   registerDeleteByFilter(router);
+  registerExport(router);
   return router;
 }
 

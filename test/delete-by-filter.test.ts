@@ -44,7 +44,7 @@ async function seedTraces(tenant: Tenant) {
   const run = await createRun(tenant);
   const session = uuid();
   await postSession(tenant, run, { id: session });
-  const [t1, t2, keep1, keep2, s1, s1a, s1b, s2, k1] = Array.from({ length: 9 }, uuid);
+  const [t1, t2, keep1, keep2, s1, s1a, s1b, s2, k1] = [uuid(), uuid(), uuid(), uuid(), uuid(), uuid(), uuid(), uuid(), uuid()] as const;
   await postTraces(tenant, run, [
     { id: t1, name: "doomed", session_id: session, spans: [{ id: s1, type: "workflow", name: "w", spans: [{ id: s1a, type: "llm", name: "l", input: "q", output: "a" }, { id: s1b, type: "tool", name: "t" }] }] },
     { id: t2, name: "doomed", spans: [{ id: s2, type: "llm", name: "l", input: "q", output: "a" }] },
