@@ -82,6 +82,11 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/spans/available_columns", SMALL],
   ["POST /v2/projects/{project_id}/sessions/available_columns", SMALL],
   ["POST /v2/org-jobs/delete-by-metadata", SMALL],
+  // The search's body (filters), so the search's cap.
+  ["POST /v2/projects/{project_id}/traces/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/spans/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/sessions/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/export_records", SEARCH],
   // OTLP reads its own bodies (src/otlp/read-body.ts: gzip inflated, counted after inflation)
   // with this cap (test/body-limits.test.ts keeps OTLP_LIMITS.maxBodyBytes equal to it).
   ["POST /otel/v1/traces", OTLP],

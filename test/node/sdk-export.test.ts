@@ -18,12 +18,15 @@ async function post(path: string, body: unknown) {
     headers: { "content-type": "application/json", "Service-API-Key": service.tenant.apiKey },
     body: JSON.stringify(body),
   });
-  expect(response.status, await response.clone().text()).toBe(200);
-  return (await response.json()) as Record<string, any>;
+  const text = await response.text();
+  expect(response.status, text).toBe(200);
+  return JSON.parse(text) as Record<string, any>;
 }
 
 beforeAll(async () => {
+  const started = Date.now();
   service = await startService();
+  console.log(`service up after ${Date.now() - started} ms`);
   process.env.GALILEO_API_URL = service.apiUrl;
   process.env.GALILEO_API_KEY = service.tenant.apiKey;
   galileo = await import("galileo");
@@ -40,7 +43,7 @@ beforeAll(async () => {
       spans: [{ id: crypto.randomUUID(), type: "llm", name: "l", input: [{ role: "user", content: "q" }], output: { role: "assistant", content: "a" } }],
     })),
   });
-}, 180_000);
+});
 
 afterAll(async () => {
   await service?.stop();
