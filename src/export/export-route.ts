@@ -24,7 +24,7 @@ import { withinRetention } from "../search/retention-window";
 import { resolveSelectedColumn } from "../search/search-columns";
 import { withinSearchAdmission } from "../search/search-cost";
 import type { SearchQuery } from "../search/search-query";
-import { PartialSearchRequestSchema, SortSchema } from "../search/search-schemas";
+import { PartialSearchRequestSchema } from "../search/search-schemas";
 import { CONTENT_TYPES, type ExportFormat, type ExportRecord, columnValue, csvLine, jsonLine, nest, redacted, sanitizedFileName } from "./export-formats";
 import { type ExportSource, ROOT_PAGE_SIZE, descendantsOf, keysetPages } from "./export-reader";
 
@@ -34,7 +34,16 @@ const ExportBody = PartialSearchRequestSchema.extend({
   redact: z.boolean().default(true).openapi({ description: "Where a record has redacted_input / redacted_output, they replace input / output." }),
   column_ids: z.array(z.string()).max(200).nullish().openapi({ description: "CSV only: the columns, in order; default the root type's standard columns." }),
   file_name: z.string().max(255).nullish().openapi({ description: "Content-Disposition file name (sanitised)." }),
-  sort: SortSchema.nullish().openapi({ description: "created_at (the default, descending) or id ties; only created_at, ascending or descending." }),
+  // The export pages by keyset on (created_at, id): the one order it continues (docs/export.md, "Order").
+  sort: z
+    .object({
+      column_id: z.literal("created_at").nullish(),
+      name: z.literal("created_at").nullish().openapi({ description: "Alias of `column_id`." }),
+      ascending: z.boolean().nullish().openapi({ description: "Default true, as in a search (without `sort`: newest first)." }),
+      sort_type: z.literal("column").nullish(),
+    })
+    .nullish()
+    .openapi({ description: "created_at, descending by default; ties by id in the same direction." }),
 }).superRefine(refineRunSelector);
 
 const exportRoute = createRoute({
@@ -57,15 +66,6 @@ const exportRoute = createRoute({
   },
 });
 
-/** Sorts a keyset can continue: created_at (either direction). Anything else is a 422. */
-function checkSort(sort: SearchQuery["sort"]): void {
-  if (sort === null) return;
-  if (sort.column.kind === "standard" && sort.column.id === "created_at") return;
-  throw new RequestValidationError([
-    { loc: ["body", "sort", "column_id"], msg: "An export is ordered by created_at (ascending or descending)", type: "literal_error", input: sort.column.id, ctx: { expected: "'created_at'" } },
-  ]);
-}
-
 function csvColumns(requested: readonly string[] | null | undefined, family: SearchQuery["family"]): string[] {
   if (!requested || requested.length === 0) return standardColumnsOf(family).map((c) => c.id);
   const issues = requested.flatMap((id, index) => {
@@ -85,7 +85,6 @@ export function registerExport(app: Router): void {
     const family = body.root_type;
     const format: ExportFormat = body.export_format;
     const searched = normalizeSearchRequest({ ...body, select_columns: null, pagination: null, limit: null, starting_token: null }, family, "partial");
-    checkSort(searched.sort);
     const columns = format === "csv" ? csvColumns(body.column_ids, family) : [];
     // Every field, every metric and feedback of each record (the page size is the reader's).
     const base: SearchQuery = {

@@ -43,7 +43,7 @@ beforeAll(async () => {
       spans: [{ id: crypto.randomUUID(), type: "llm", name: "l", input: [{ role: "user", content: "q" }], output: { role: "assistant", content: "a" } }],
     })),
   });
-});
+}, 400_000);
 
 afterAll(async () => {
   await service?.stop();
