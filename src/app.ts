@@ -1,6 +1,7 @@
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
+import { registerMetrics } from "./analytics/metrics-routes";
 import { registerLogout } from "./auth/logout-route";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
@@ -20,6 +21,7 @@ import { registerIngest } from "./ingest/ingest-routes";
 import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
+import { registerPrices } from "./pricing/price-routes";
 import { registerProjectUsage } from "./projects/project-usage";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
@@ -52,10 +54,12 @@ function protectedRoutes() {
   registerGeneratedClientCompat(router);
   registerSearch(router);
   registerCounts(router);
+  registerMetrics(router);
   registerRecordLookups(router);
   registerDeletion(router);
   registerDeleteByFilter(router);
   registerExport(router);
+  registerPrices(router);
   return router;
 }
 

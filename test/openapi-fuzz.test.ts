@@ -275,10 +275,39 @@ function labelOf(mediaType: string): fc.Arbitrary<string> {
   );
 }
 
+/**
+ * A metrics request (metrics/search, metrics/custom_search) the route accepts: a window of at
+ * most 1,000 buckets of the interval, groups and aggregations it knows (their names are open
+ * strings in the schema, so a draw from the schema alone is nearly always a 422).
+ */
+function metricsBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<Record<string, unknown>> {
+  const custom = operation.path.endsWith("custom_search");
+  return fc
+    .record({
+      start: fc.date({ min: new Date("2020-01-01T00:00:00Z"), max: new Date("2030-01-01T00:00:00Z"), noInvalidDate: true }),
+      interval: pick([1, 5, 60, 1440]),
+      buckets: fc.integer({ min: 1, max: 1000 }),
+      group_by: pick([null, "name", "status_code", "tags", "user_metadata.customer"]),
+      metric: pick(["duration_ns", "cost", "toxicity", "status_code", "is_complete"]),
+      aggregation: pick(["Count", "Sum", "Average", "Min", "Max", "P50", "P99", "PercentageTrue"]),
+      record_type: pick(["trace", "span", "session"]),
+    })
+    .map((d) => ({
+      log_stream_id: own.logStreamId,
+      start_time: d.start.toISOString(),
+      end_time: new Date(d.start.getTime() + d.buckets * d.interval * 60_000).toISOString(),
+      group_by: d.record_type === "session" && d.group_by === "tags" ? null : d.group_by,
+      ...(custom
+        ? { interval_minutes: d.interval, record_type: d.record_type, metric_details: [{ id: "m", metric_name: d.record_type === "session" && (d.metric === "status_code" || d.metric === "is_complete") ? "cost" : d.metric, aggregation: d.aggregation }] }
+        : { interval: d.interval }),
+    }));
+}
+
 /** A body the operation should accept: strictly within its schema, naming what the caller owns. */
 function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ contentType?: string; body?: string }> {
   const [mediaType, content] = Object.entries(operation.requestBody?.content ?? {}).find(([type]) => type === "application/json") ?? [];
   if (!mediaType || !content) return fc.constant({});
+  if (operation.path.includes("/metrics/")) return metricsBodyOf(operation, own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
   if (operation.path.endsWith("search")) return searchBodyOf(own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
   // An export's body is a search body with a root type; it is ordered by created_at only.
   if (operation.path.endsWith("export_records")) {

@@ -22,6 +22,7 @@ const SHARD_TABLES = [
   "shard_projects",
   "shard_jobs",
   "shard_project_changes",
+  "rollup_backfill",
 ];
 
 async function describeTable(db: D1Database, table: string) {

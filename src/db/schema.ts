@@ -236,6 +236,14 @@ export const records = sqliteTable(
      * (a run without families) fails the NOT NULL constraint.
      */
     familyKey: integer("family_key").notNull().default(0),
+    /**
+     * Which of `metrics`' cost and token values the service derived rather than the client sent,
+     * as bits (src/ingest/derived-metrics.ts): 1 `cost`, 2 `num_input_tokens`, 4
+     * `num_output_tokens`, 8 `num_total_tokens`. An llm span's computed cost, a trace's or
+     * session's roll-ups. A value the client sends always replaces a derived one, a derived one
+     * never replaces the client's (docs/analytics.md).
+     */
+    derivedMetrics: integer("derived_metrics").notNull().default(0),
   },
   (t) => [
     // Upserts by the client's id, and lookups by id, always within one project.
@@ -260,6 +268,35 @@ export const records = sqliteTable(
     index("records_session").on(t.sessionId, t.recordType),
     index("records_parent").on(t.parentId),
   ],
+);
+
+/**
+ * Progress of the roll-up backfill on this database (src/maintenance/backfill-rollups.ts): per
+ * family (`trace`, then `session`), the records up to `until_rid` (the last one written before
+ * the roll-up triggers existed) are recomputed in rid order; `after_rid` is how far it got.
+ */
+export const rollupBackfill = sqliteTable("rollup_backfill", {
+  family: text("family").primaryKey(),
+  afterRid: integer("after_rid").notNull(),
+  untilRid: integer("until_rid").notNull(),
+});
+
+/**
+ * An organization's own prices of a model (USD per 1M tokens), which win over the built-in table
+ * (src/pricing). `name` is lower-cased: model names compare without case.
+ */
+export const modelPriceOverrides = sqliteTable(
+  "model_price_overrides",
+  {
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    name: text("name").notNull(),
+    inputPrice: real("input_price").notNull(),
+    outputPrice: real("output_price").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.name] })],
 );
 
 /**

@@ -78,6 +78,9 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/traces/count", SEARCH],
   ["POST /v2/projects/{project_id}/spans/count", SEARCH],
   ["POST /v2/projects/{project_id}/sessions/count", SEARCH],
+  // Metrics take the search's filters (and up to 100 metric details).
+  ["POST /v2/projects/{project_id}/metrics/search", SEARCH],
+  ["POST /v2/projects/{project_id}/metrics/custom_search", SEARCH],
   ["POST /v2/projects/{project_id}/traces/available_columns", SMALL],
   ["POST /v2/projects/{project_id}/spans/available_columns", SMALL],
   ["POST /v2/projects/{project_id}/sessions/available_columns", SMALL],
@@ -87,6 +90,7 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/spans/delete", SEARCH],
   ["POST /v2/projects/{project_id}/sessions/delete", SEARCH],
   ["POST /v2/projects/{project_id}/export_records", SEARCH],
+  ["PUT /v2/models/{model_name}/price_overrides", SMALL],
   // OTLP reads its own bodies (src/otlp/read-body.ts: gzip inflated, counted after inflation)
   // with this cap (test/body-limits.test.ts keeps OTLP_LIMITS.maxBodyBytes equal to it).
   ["POST /otel/v1/traces", OTLP],

@@ -1,7 +1,7 @@
 /**
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
- * (purge-expired.ts), records each shard's size in the catalog (placement reads it), and queues
+ * (purge-expired.ts), backfills roll-ups of records older than their triggers (backfill-rollups.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
  * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (README, "Scheduled maintenance").
@@ -11,6 +11,7 @@ import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { measureShardSizes } from "../shards/shard-sizes";
 import { scheduleExpiry } from "../retention/schedule-expiry";
+import { backfillRollups } from "./backfill-rollups";
 import { purgeExpired } from "./purge-expired";
 
 export async function runScheduledMaintenance(env: Env, scheduledTime: number = Date.now()): Promise<void> {
@@ -23,6 +24,8 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
           `maintenance on ${shard}: purged ${outcome.patches} expired held updates and ${outcome.tombstones} expired tombstones${outcome.complete ? "" : "; more remain for the next run"}`,
         );
       }
+      const backfill = await backfillRollups(shardDatabase(env, shard));
+      if (backfill.windows > 0) console.log(`maintenance on ${shard}: roll-up backfill ran ${backfill.windows} windows${backfill.complete ? ", done" : "; more remain for the next run"}`);
     } catch (error) {
       // One database down must not keep the others from their maintenance.
       console.error(`maintenance on ${shard} failed: ${error instanceof Error ? error.message : String(error)}`);

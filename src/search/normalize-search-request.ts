@@ -359,6 +359,17 @@ function normalizeFilter(body: SearchRequestBody, family: RecordFamily, issues: 
   return { kind: "and", children };
 }
 
+/**
+ * The filters alone (`filters` and `filter_tree`), for other readers of a run than the search
+ * (src/analytics): the same leaves, limits and 422s.
+ */
+export function normalizeFilters(body: Pick<SearchRequestBody, "filters" | "filter_tree">, family: RecordFamily): FilterNode {
+  const issues = new Issues();
+  const filter = normalizeFilter(body as SearchRequestBody, family, issues);
+  if (issues.items.length > 0) throw new RequestValidationError(issues.items);
+  return filter;
+}
+
 // ---- sort, projection, pagination ----------------------------------------------------------------
 
 function normalizeSort(sort: SearchRequestBody["sort"], family: RecordFamily, issues: Issues): SortSpec | null {
