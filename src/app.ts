@@ -8,7 +8,9 @@ import { registerLogout } from "./auth/logout-route";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
+import { registerDeleteByFilter } from "./delete-by-filter/delete-by-filter-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
+import { registerExport } from "./export/export-route";
 import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
 import { refuseCrossSiteRequests } from "./http/cross-site-requests";
@@ -57,6 +59,8 @@ function protectedRoutes() {
   registerMetrics(router);
   registerRecordLookups(router);
   registerDeletion(router);
+  registerDeleteByFilter(router);
+  registerExport(router);
   registerPrices(router);
   registerAnnotationTemplates(router);
   registerAnnotationRatings(router);

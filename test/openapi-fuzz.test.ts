@@ -309,6 +309,10 @@ function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ content
   if (!mediaType || !content) return fc.constant({});
   if (operation.path.includes("/metrics/")) return metricsBodyOf(operation, own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
   if (operation.path.endsWith("search")) return searchBodyOf(own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
+  // An export's body is a search body with a root type; it is ordered by created_at only.
+  if (operation.path.endsWith("export_records")) {
+    return searchBodyOf(own).map((body) => ({ contentType: mediaType, body: JSON.stringify({ ...body, root_type: "trace", sort: { column_id: "created_at", ascending: (body.sort as { ascending?: boolean } | undefined)?.ascending ?? false } }) }));
+  }
   return fc
     .tuple(valueOf(content.schema, doc, vocabularyOf(own, true)), fc.boolean())
     .map(([value, useExperiment]) => ({ contentType: mediaType, body: encode(mediaType, repaired(value, content.schema, own, useExperiment)) }));

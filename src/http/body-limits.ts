@@ -92,6 +92,11 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/spans/available_columns", SMALL],
   ["POST /v2/projects/{project_id}/sessions/available_columns", SMALL],
   ["POST /v2/org-jobs/delete-by-metadata", SMALL],
+  // The search's body (filters), so the search's cap.
+  ["POST /v2/projects/{project_id}/traces/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/spans/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/sessions/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/export_records", SEARCH],
   ["PUT /v2/models/{model_name}/price_overrides", SMALL],
   ["POST /v2/projects/{project_id}/annotation/templates", ANNOTATION],
   ["PATCH /v2/projects/{project_id}/annotation/templates/{template_id}", SMALL],
