@@ -24,9 +24,7 @@ async function post(path: string, body: unknown) {
 }
 
 beforeAll(async () => {
-  const started = Date.now();
   service = await startService();
-  console.log(`service up after ${Date.now() - started} ms`);
   process.env.GALILEO_API_URL = service.apiUrl;
   process.env.GALILEO_API_KEY = service.tenant.apiKey;
   galileo = await import("galileo");
