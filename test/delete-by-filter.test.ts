@@ -85,6 +85,13 @@ describe("who may delete by filter", () => {
 });
 
 describe("dry run", () => {
+  it("takes annotation leaves as a search does (a 500 before): with nothing rated, not(fully_annotated) is every trace", async () => {
+    const { run } = await seedTraces(admin);
+    const answer = await deleteByFilter(admin, run, "traces", [{ not: { type: "fully_annotated" } }], "?dry_run=true");
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.would_delete.traces).toBeGreaterThan(0);
+  });
+
   it("counts the matching traces and every span below them, and deletes nothing", async () => {
     const { run } = await seedTraces(admin);
     const before = await snapshot();

@@ -138,6 +138,15 @@ describe("order, filters, redaction", () => {
   });
 });
 
+describe("annotation filters", () => {
+  it("takes a fully_annotated leaf as a search does (a 500 before): with nothing rated, not(fully_annotated) is every trace", async () => {
+    const answer = await exportRecords(admin, { root_type: "trace", export_format: "jsonl_flat", filters: [{ not: { type: "fully_annotated" } }] });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    const all = await exportRecords(admin, { root_type: "trace", export_format: "jsonl_flat" });
+    expect(lines(answer.body)).toEqual(lines(all.body));
+  });
+});
+
 describe("refusals", () => {
   it("another organization's project is a 404", async () => {
     const answer = await exportRecords(other, { root_type: "trace" });

@@ -21,6 +21,7 @@ import type { Router } from "../http/create-router";
 import { ownedRunWithProject } from "../projects/run-access";
 import { refineRunSelector, runSelectorOf } from "../projects/run-selector";
 import { onProjectShard } from "../shards/project-shard";
+import { bindAnnotationColumns } from "../search/bind-annotation-columns";
 import { compileSearchQuery } from "../search/compile-search-query";
 import { normalizeSearchRequest } from "../search/normalize-search-request";
 import { classifySearchCost, withinSearchAdmission } from "../search/search-cost";
@@ -106,6 +107,8 @@ export function registerDeleteByFilter(app: Router): void {
       };
       // Another organization's project or run, or an unknown one: 404 before anything is read.
       const run = await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
+      // Annotation leaves are checked against the project's templates, which live on its shard.
+      await onProjectShard(c, project_id, "read", ({ db }) => bindAnnotationColumns(db, project_id, query));
       const statement = compileSearchQuery(query, { organizationId: principal.organizationId, projectId: project_id, runId: run.runId, runKind: run.kind });
       const what = `the ${family}s of run ${run.runId} matching the filter`;
 

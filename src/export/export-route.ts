@@ -19,6 +19,7 @@ import { ownedRunWithProject } from "../projects/run-access";
 import { refineRunSelector, runSelectorOf } from "../projects/run-selector";
 import { onProjectShard } from "../shards/project-shard";
 import { shardDatabase } from "../shards/shard-config";
+import { bindAnnotationColumns } from "../search/bind-annotation-columns";
 import { normalizeSearchRequest } from "../search/normalize-search-request";
 import { withinRetention } from "../search/retention-window";
 import { resolveSelectedColumn } from "../search/search-columns";
@@ -95,7 +96,11 @@ export function registerExport(app: Router): void {
       truncateFields: false,
     };
     const run = await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
-    const route = await onProjectShard(c, project_id, "read", async ({ route }) => route);
+    // Annotation leaves are checked against the project's templates, which live on its shard.
+    const route = await onProjectShard(c, project_id, "read", async ({ db, route }) => {
+      await bindAnnotationColumns(db, project_id, base);
+      return route;
+    });
     const query = withinRetention(base, route.retentionDays, nowMicros());
     const source: ExportSource = {
       db: shardDatabase(c.env, route.shard),
