@@ -102,8 +102,22 @@ async function seed(tenant: Tenant): Promise<Dataset> {
   expect(doomed.status).toBe(200);
   const job = await call("/v2/org-jobs/delete-by-metadata", { as: tenant, body: { metadata_key: "fuzz", metadata_value: "erase-me" } });
   expect(job.body.job_id, JSON.stringify(job.body)).toBeTruthy();
+  // Annotation templates with a rating each, so the template and rating routes have something to
+  // find (several: a fuzzed DELETE may remove some of them before the other operations run).
+  const templateIds: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const template = await call(`/v2/projects/${projectId}/annotation/templates`, { as: tenant, body: { name: `fuzz-${i}`, constraints: { annotation_type: "like_dislike" } } });
+    expect(template.status, JSON.stringify(template.body)).toBe(200);
+    templateIds.push(template.body.id);
+    const rating = await call(`/v2/projects/${projectId}/annotation/templates/${template.body.id}/records/${traceId}/rating`, {
+      as: tenant,
+      method: "PUT",
+      body: { rating: { annotation_type: "like_dislike", value: true } },
+    });
+    expect(rating.status, JSON.stringify(rating.body)).toBe(200);
+  }
   const token = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
-  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id] };
+  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId] };
   return { tenant, member, token, projectId, logStreamId, experimentId, named, ids: Object.values(named).flat() };
 }
 
@@ -204,6 +218,10 @@ function repaired(value: unknown, schema: JsonSchema, own: Dataset, useExperimen
     if (useExperiment) out.experiment_id = own.experimentId;
     else out.log_stream_id = own.logStreamId;
   }
+  // A rating must fit its template (the seeded ones are like_dislike), and a reorder must name
+  // every template of the project.
+  if (declared.has("rating") && declared.has("explanation")) out.rating = { annotation_type: "like_dislike", value: true };
+  if (declared.has("ordering")) out.ordering = [...own.named.template_id!];
   // Streaming updates may repeat the path's id in the body, which these values cannot know;
   // spans posted on their own name the trace they belong to.
   const required = new Set(resolveSchema(schema).required ?? []);
