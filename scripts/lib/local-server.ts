@@ -43,7 +43,7 @@ export interface DevServerOptions {
 
 export function startDevServer(options: DevServerOptions): ChildProcess {
   // --test-scheduled: GET /__scheduled runs the cron's maintenance and retention expiry by hand
-  // (README, "Scheduled maintenance"). Not /cdn-cgi/handler/scheduled: with static assets,
+  // (docs/operations.md, "Scheduled maintenance"). Not /cdn-cgi/handler/scheduled: with static assets,
   // wrangler 4.86's miniflare hands that event to the assets router, which has no scheduled
   // handler (workers-sdk#9882, fixed after our pinned version); /__scheduled is in
   // run_worker_first so that it reaches the worker.

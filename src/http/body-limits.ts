@@ -1,5 +1,5 @@
 /**
- * The one table of request-body caps (README "Limits", docs/limits.md). A body over its route's
+ * The one table of request-body caps (docs/limits.md). A body over its route's
  * cap is a 413 naming the cap, answered before anything of the body is parsed: a declared
  * `Content-Length` over the cap is refused without reading a byte, and a body without one is
  * counted as it streams in and refused as soon as the count passes the cap.

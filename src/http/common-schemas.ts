@@ -41,7 +41,7 @@ const retryAfter = {
   },
 };
 
-/** 429 and 503: both say when to come back (README "Limits", docs/limits.md). */
+/** 429 and 503: both say when to come back (docs/limits.md). */
 export const retryableErrorResponses = {
   429: {
     ...json(ErrorDetail, "Too many requests: the organization's request rate, its concurrent scan-class searches, or failed password checks (per email and per client IP) are over their limits. Nothing was done; retry after `Retry-After` seconds."),
@@ -55,7 +55,7 @@ export const retryableErrorResponses = {
 
 /** What a route with a body answers when the body is over its cap (src/http/body-limits.ts). */
 export const tooLargeResponse = {
-  413: json(ErrorDetail, "The request body is larger than this route accepts (the message gives the cap; README \"Limits\"). Nothing of it was parsed or stored."),
+  413: json(ErrorDetail, "The request body is larger than this route accepts (the message gives the cap; docs/limits.md). Nothing of it was parsed or stored."),
 } as const;
 
 /** The answer of a route reserved to organization admins (`adminOnly`) to anyone else. */

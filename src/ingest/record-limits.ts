@@ -1,5 +1,5 @@
 /**
- * What one record may carry (README "Limits", docs/limits.md). Every cap counts UTF-8 bytes,
+ * What one record may carry (docs/limits.md). Every cap counts UTF-8 bytes,
  * never UTF-16 units: D1's limits (2,000,000 bytes per value or row) are in bytes, and CJK text
  * is three bytes per character. Native ingestion answers a 422 naming the field over a cap;
  * the OpenTelemetry intake, which must never reject a span for its attributes, drops what is

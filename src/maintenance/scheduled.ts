@@ -4,7 +4,7 @@
  * (purge-expired.ts), backfills roll-ups of records older than their triggers (backfill-rollups.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
  * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
- * (README, "Scheduled maintenance").
+ * (docs/operations.md, "Scheduled maintenance").
  */
 import { purgeDeletedTemplates } from "../annotations/template-deletion";
 import { nowMicros } from "../db/client";

@@ -1,5 +1,5 @@
 /**
- * What one OTLP export request may carry (README "Send OpenTelemetry traces", docs/otlp.md).
+ * What one OTLP export request may carry (docs/api.md "Send OpenTelemetry traces", docs/otlp.md).
  * A request over a limit is answered 413, which OTel exporters do not retry: the limits are set
  * well above the SDKs' default batches (512 spans per export) and below what would strain a
  * Worker's 128 MB: a request's bytes are held about four times over while it is handled (the

@@ -1,4 +1,4 @@
-/** Shapes of the public API's answers, as the page reads them (README, docs/search.md). */
+/** Shapes of the public API's answers, as the page reads them (docs/api.md, docs/search.md). */
 
 export type Family = "traces" | "spans" | "sessions";
 export type RunKind = "log_streams" | "experiments";
