@@ -12,6 +12,7 @@ import { OTLPTraceExporter as ProtoExporter } from "@opentelemetry/exporter-trac
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import { BatchSpanProcessor, SimpleSpanProcessor, type SpanExporter, TracerProvider } from "@opentelemetry/sdk-trace";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { aiSdkWeatherAgent, openInferenceChatCompletion, openLlmetryToolCall } from "./otel-client-packages";
 import { genAiAgentTrace, openInferenceTrace, openLlmetryTrace } from "./otel-example-traces";
 import { type RunningService, startService } from "./sdk-service";
 
@@ -182,5 +183,100 @@ describe("the OpenTelemetry JS SDK against the real service", () => {
     const columns = await api(`/projects/${projectId}/spans/available_columns`, { log_stream_id: runId });
     const ids = columns.columns.map((c: any) => c.id);
     expect(ids).toEqual(expect.arrayContaining(["metrics/num_input_tokens", "metrics/duration_ns"]));
+  });
+});
+
+/**
+ * The spans the real client packages record (test/node/otel-client-packages.ts), exported to the
+ * service and read back: what each package puts where must land in the field a user looks for.
+ * A log stream of their own, so the counts above are not disturbed.
+ */
+describe("spans recorded by the real client packages", () => {
+  const CLIENTS = "clients";
+  const exporterHeaders = () => ({ Authorization: `Bearer ${service.tenant.apiKey}`, project: PROJECT, logstream: CLIENTS });
+
+  async function clientSpans(where: { column_id: string; value: string }): Promise<Record<string, any>[]> {
+    const [project] = await api(`/projects?project_name=${PROJECT}`);
+    const [stream] = await api(`/projects/${project.id}/log_streams?name=${CLIENTS}`);
+    const found = await api(`/projects/${project.id}/spans/partial_search`, {
+      log_stream_id: stream.id,
+      filters: [{ type: "text", column_id: where.column_id, operator: "eq", value: where.value }],
+      select_columns: { include_all_metrics: true },
+      limit: 10,
+    });
+    const traceId = found.records[0]?.trace_id;
+    if (!traceId) throw new Error(`no span with ${where.column_id} = ${where.value}`);
+    const all = await api(`/projects/${project.id}/spans/partial_search`, {
+      log_stream_id: stream.id,
+      filters: [{ type: "id", column_id: "trace_id", operator: "eq", value: traceId }],
+      select_columns: { include_all_metrics: true },
+      limit: 100,
+    });
+    return all.records;
+  }
+
+  it("the AI SDK (@ai-sdk/otel): time to first chunk, tool arguments and result, and an answer whose parts are text, tool call and tool result", async () => {
+    const functionId = `weather-agent-${RUN}`;
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: new ProtoExporter({ url: `${service.origin}/otel/v1/traces`, headers: exporterHeaders() }) })] });
+    const text = await aiSdkWeatherAgent(provider.getTracer("ai"), functionId);
+    await provider.forceFlush();
+    await provider.shutdown();
+    expect(text).toBe("Rainy in Paris.");
+
+    const spans = await clientSpans({ column_id: "name", value: "execute_tool weather" });
+    const chats = spans.filter((s) => s.type === "llm");
+    expect(chats).toHaveLength(2);
+    for (const chat of chats) {
+      // gen_ai.client.operation.time_to_first_chunk is in seconds; the model waited 25 ms before its first chunk.
+      expect(chat.metrics.time_to_first_token_ns).toBeGreaterThanOrEqual(20_000_000);
+      expect(chat.metrics.time_to_first_token_ns).toBeLessThan(chat.metrics.duration_ns + 1);
+      expect(chat.model).toBe("gpt-4o-mini");
+    }
+    const tool = spans.find((s) => s.type === "tool")!;
+    expect(tool).toMatchObject({ name: "execute_tool weather", tool_call_id: "call_weather_1" });
+    expect(JSON.parse(tool.input)).toEqual({ city: "Paris" });
+    expect(JSON.parse(tool.output)).toEqual({ city: "Paris", forecast: "rain", celsius: 14 });
+
+    // The first chat answered with a tool call, stored as the message's tool_calls.
+    const toolCallChat = chats.find((s) => s.output?.tool_calls?.length)!;
+    expect(toolCallChat.output.tool_calls[0]).toMatchObject({ id: "call_weather_1", function: { name: "weather" } });
+    expect(JSON.parse(toolCallChat.output.tool_calls[0].function.arguments)).toEqual({ city: "Paris" });
+    // The agent's output message holds text, the tool call and the tool result: its output is
+    // the text alone, the result is not appended to it.
+    const agent = spans.find((s) => s.type === "agent")!;
+    expect(agent.output).toBe("Rainy in Paris.");
+  });
+
+  it("OpenInference's OpenAI instrumentation: llm.finish_reason, token counts, and the mime types kept in metadata", async () => {
+    const question = `Weather in Oslo? ${RUN}`;
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: new ProtoExporter({ url: `${service.origin}/otel/v1/traces`, headers: exporterHeaders() }) })] });
+    await openInferenceChatCompletion(provider, question);
+    await provider.forceFlush();
+    await provider.shutdown();
+
+    const [chat] = await clientSpans({ column_id: "name", value: "OpenAI Chat Completions" });
+    expect(chat).toMatchObject({ type: "llm", model: "gpt-4o-mini-2024-07-18", finish_reason: "length" });
+    expect(chat!.metrics).toMatchObject({ num_input_tokens: 12, num_output_tokens: 4, num_total_tokens: 16 });
+    expect(chat!.input).toEqual([expect.objectContaining({ role: "user", content: question })]);
+    expect(chat!.output).toMatchObject({ role: "assistant", content: "It is rainy and" });
+    expect(chat!.user_metadata).toMatchObject({ "input.mime_type": "application/json", "output.mime_type": "application/json" });
+  });
+
+  it("OpenLLMetry (the Traceloop SDK's own exporter): a tool span's traceloop.entity.input and output are its input and output", async () => {
+    const workflow = `orders-${RUN}`;
+    const answer = await openLlmetryToolCall({
+      baseUrl: `${service.origin}/otel`,
+      apiKey: service.tenant.apiKey,
+      headers: { project: PROJECT, logstream: CLIENTS },
+      workflow,
+    });
+    expect(answer).toEqual({ order: "A-17", status: "shipped" });
+
+    const spans = await clientSpans({ column_id: "name", value: `${workflow}.workflow` });
+    const tool = spans.find((s) => s.name === "lookup_order.tool")!;
+    expect(tool.type).toBe("tool");
+    expect(JSON.parse(tool.input)).toEqual({ args: [], kwargs: { order: "A-17" } });
+    expect(JSON.parse(tool.output)).toEqual({ order: "A-17", status: "shipped" });
+    expect(tool.user_metadata).not.toHaveProperty("traceloop.entity.input");
   });
 });
