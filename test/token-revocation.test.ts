@@ -5,12 +5,13 @@
  * every isolate (the credential cache lives CACHE_TTL_MS), not a minute. The statements are the
  * admin command line's (src/admin/provisioning.ts; test/node/admin-cli.test.ts runs the CLI).
  */
-import { env } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { deleteUser, resetPassword, revokeApiKey, runStatements, setRole } from "../src/admin/provisioning";
 import { CACHE_TTL_MS } from "../src/auth/principal-store";
 import { MAX_TTL_SECONDS, tokenLifetime } from "../src/auth/tokens";
 import type { Env } from "../src/env";
+import worker from "../src/index";
 import { call } from "./support/client";
 import { createTenant, type Tenant } from "./support/tenants";
 
@@ -77,6 +78,20 @@ describe("POST /v2/logout", () => {
     const tenant = await createTenant();
     expect((await call("/v2/logout", { method: "POST", ...bearer(await tokenFromKey(tenant)) })).status).toBe(204);
     expect(await env.DB.prepare("SELECT id FROM revoked_tokens WHERE id = ?").bind(stale).first()).toBeNull();
+  });
+
+  it("the hourly maintenance clears every expired id, even with no logout to do it, and keeps the live ones", async () => {
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    const expired = Array.from({ length: 250 }, () => crypto.randomUUID());
+    const live = crypto.randomUUID();
+    await env.DB.prepare("INSERT INTO revoked_tokens (id, expires_at) SELECT value, ? FROM json_each(?)").bind(nowSeconds - 60, JSON.stringify(expired)).run();
+    await env.DB.prepare("INSERT INTO revoked_tokens (id, expires_at) VALUES (?, ?)").bind(live, nowSeconds + 3600).run();
+    const ctx = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: new Date(), cron: "17 * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    const left = await env.DB.prepare("SELECT count(*) AS n FROM revoked_tokens WHERE expires_at < ?").bind(nowSeconds).first<{ n: number }>();
+    expect(left!.n).toBe(0);
+    expect(await env.DB.prepare("SELECT id FROM revoked_tokens WHERE id = ?").bind(live).first()).not.toBeNull();
   });
 });
 

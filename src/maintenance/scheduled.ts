@@ -1,12 +1,13 @@
 /**
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
- * (purge-expired.ts), backfills roll-ups of records older than their triggers (backfill-rollups.ts), records each shard's size in the catalog (placement reads it), and queues
+ * (purge-expired.ts; in the catalog also the ids of logged-out tokens that expired), backfills roll-ups of records older than their triggers (backfill-rollups.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
  * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (docs/operations.md, "Scheduled maintenance").
  */
 import { purgeDeletedTemplates } from "../annotations/template-deletion";
+import { pruneExpiredRevocations } from "../auth/logout-route";
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
@@ -38,6 +39,7 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
       console.error(`maintenance on ${shard} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
+  await pruneExpiredRevocations(env.DB).catch((error) => console.error(`maintenance: could not prune revoked token ids: ${error instanceof Error ? error.message : String(error)}`));
   await measureShardSizes(env).catch((error) => console.error(`maintenance: could not measure the shards: ${error instanceof Error ? error.message : String(error)}`));
   // Retention: queue the erasure of what is older than each project's retention (src/retention).
   try {
