@@ -56,7 +56,7 @@ export function TimeChart({ spec, buckets, series, startMs, endMs, onBucketClick
       height: HEIGHT,
       // Buckets are drawn at their middle over the whole window, so a click anywhere inside a
       // bucket's width lands on that bucket.
-      scales: { x: { time: true, range: [startMs / 1000, endMs / 1000] }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(max ?? 1, spec.unit === "count" ? 1 : 0) * 1.1 || 1] } },
+      scales: { x: { time: true, range: [startMs / 1000, endMs / 1000] }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(max ?? 1, spec.unit === "count" ? 1 : 0) * 1.25 || 1] } },
       axes: [
         { ...axis },
         { ...axis, size: 64, values: (_u, ticks) => ticks.map((v) => formatChartValue(v, spec.unit)) },
