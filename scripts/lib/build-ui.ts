@@ -2,7 +2,8 @@
 /**
  * Builds the trace explorer (ui/) into ui/dist, the directory wrangler.toml's `[assets]` serves:
  * - ui/src/main.tsx bundled and minified by esbuild (Preact, JSX) into assets/main-<hash>.js and
- *   .css, named by content hash so they can be cached for ever (`_headers`, which also gives
+ *   .css, plus the chunks it imports lazily (the dashboard and its chart library) and the code
+ *   they share with it as assets/<name>-<hash>.js, all named by content hash so they can be cached for ever (`_headers`, which also gives
  *   every asset the explorer's Content-Security-Policy and other security headers);
  * - ui/index.html with those names filled in;
  * - the API reference bundle of `@scalar/api-reference` (the page at /docs loads it from here
@@ -29,7 +30,7 @@ const SCALAR_BUNDLE = join(REPO_ROOT, "node_modules", "@scalar", "api-reference"
 export const JS_BUDGET_GZIP_BYTES = 150 * 1024;
 
 export interface UiBuildReport {
-  /** The page's JavaScript files (URL paths) with their raw and gzipped sizes. */
+  /** The page's JavaScript files (URL paths), the entry first, with their raw and gzipped sizes. */
   scripts: { path: string; bytes: number; gzipBytes: number }[];
   totalGzipBytes: number;
   stylesheetGzipBytes: number;
@@ -100,6 +101,9 @@ export async function buildUi(): Promise<UiBuildReport> {
       entryPoints: [join(UI_ROOT, "src", "main.tsx")],
       outdir: join(staging, "assets"),
       entryNames: "[name]-[hash]",
+      chunkNames: "[name]-[hash]",
+      // Dynamic import() becomes a chunk of its own (ui/src/dashboard/lazy-dashboard.tsx).
+      splitting: true,
       bundle: true,
       minify: true,
       format: "esm",
@@ -113,7 +117,9 @@ export async function buildUi(): Promise<UiBuildReport> {
       absWorkingDir: REPO_ROOT,
     });
     const outputs = Object.keys(result.metafile.outputs).map((path) => join(REPO_ROOT, path));
-    const script = outputs.find((path) => path.endsWith(".js"));
+    const script = Object.entries(result.metafile.outputs)
+      .filter(([path, output]) => path.endsWith(".js") && output.entryPoint)
+      .map(([path]) => join(REPO_ROOT, path))[0];
     const stylesheet = outputs.find((path) => path.endsWith(".css"));
     if (!script || !stylesheet) throw new Error("esbuild produced no script or no stylesheet");
 
@@ -131,8 +137,8 @@ export async function buildUi(): Promise<UiBuildReport> {
 
     publish(staging);
 
-    const scripts = outputs
-      .filter((path) => path.endsWith(".js"))
+    // The entry first, then the chunks the page may load after it.
+    const scripts = [script, ...outputs.filter((path) => path.endsWith(".js") && path !== script)]
       .map((path) => {
         const bytes = readFileSync(join(UI_DIST, relative(staging, path)));
         return { path: `/${relative(staging, path)}`, bytes: bytes.length, gzipBytes: gzipSize(bytes) };

@@ -6,7 +6,7 @@
  * same request, so a change to the API that breaks the page fails here.
  *
  * Screenshots of each main view go to test/node/.artifacts/ (git-ignored); docs/screenshots/ holds
- * the copies the README shows.
+ * the copies the README shows (copied by hand: `cp test/node/.artifacts/dashboard*.png docs/screenshots/`).
  */
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -160,7 +160,9 @@ describe("trace explorer", () => {
   it("browses to the demo run's traces: the API's records, columns from available_columns, the total", async () => {
     await signInWithPassword(admin, server.demo.email, server.demo.password!);
     await admin.getByRole("link", { name: /^demo\s/ }).click();
-    await admin.getByRole("link", { name: /default/ }).click();
+    // A project opens on its run's dashboard; the traces are one click away.
+    await expect.poll(() => new URL(admin.url()).pathname).toBe(runPath("dashboard"));
+    await admin.getByRole("navigation", { name: "Run views" }).getByRole("link", { name: "Traces" }).click();
     await waitForRows(admin, 7);
     expect(await rowIds(admin)).toEqual(await searchIds("traces", {}));
     await expect.poll(() => admin.getByTestId("page-range").textContent()).toBe("1–7 of 7");
@@ -563,5 +565,204 @@ describe("trace explorer", () => {
     const deep = await page.goto(runPath("traces", "?page=2"));
     expect(deep!.status()).toBe(200);
     await page.getByRole("button", { name: "Sign in" }).waitFor();
+  });
+});
+
+interface MetricsBody {
+  start_time: string;
+  end_time: string;
+  interval: number;
+  group_by?: string;
+  log_stream_id: string;
+}
+
+interface MetricsAnswer {
+  group_by_columns: string[];
+  aggregate_metrics: Record<string, number | null>;
+  bucketed_metrics: Record<string, Record<string, string | number | null>[]>;
+}
+
+/** The bodies of the page's metrics/search requests, in order. */
+function recordMetricsRequests(page: Page): MetricsBody[] {
+  const bodies: MetricsBody[] = [];
+  page.on("request", (request) => {
+    if (request.method() === "POST" && request.url().endsWith("/metrics/search")) bodies.push(request.postDataJSON() as MetricsBody);
+  });
+  return bodies;
+}
+
+async function metricsSearch(body: MetricsBody): Promise<MetricsAnswer> {
+  const answer = await api<MetricsAnswer>("POST", `/v2/projects/${server.demo.project_id}/metrics/search`, body);
+  expect(answer.status).toBe(200);
+  return answer.body;
+}
+
+/**
+ * Clicks a chart at the middle of a bucket (the x axis spans the request's window exactly), near
+ * the top of the plot: above every line, so a grouped chart offers the bucket's groups.
+ */
+async function clickBucket(page: Page, chart: string, body: MetricsBody, bucket: Record<string, unknown>): Promise<void> {
+  const over = page.locator(`[data-chart="${chart}"] .u-over`);
+  const box = (await over.boundingBox())!;
+  const [start, end] = [Date.parse(body.start_time), Date.parse(body.end_time)];
+  const middle = (Date.parse(String(bucket.start_bucket_time)) + Date.parse(String(bucket.end_bucket_time))) / 2;
+  await page.mouse.move(box.x + (box.width * (middle - start)) / (end - start), box.y + 3);
+  await page.mouse.down();
+  await page.mouse.up();
+}
+
+describe("dashboard", () => {
+  it("charts the run's traces over the last day from its real records, and the range and grouping change the requests", async () => {
+    const page = await newPage();
+    const requests = recordMetricsRequests(page);
+    await page.goto(runPath("dashboard"));
+    await signInWithKey(page, server.demo.api_key);
+    await page.locator('[data-chart="trace_count"] canvas').waitFor();
+
+    // Last day, half-hour buckets, ending at the bucket that holds now.
+    const day = requests.at(-1)!;
+    expect(day.log_stream_id).toBe(server.demo.log_stream_id);
+    expect(day.interval).toBe(30);
+    expect(Date.parse(day.end_time) - Date.parse(day.start_time)).toBe(86_400_000);
+    expect(Date.parse(day.end_time)).toBeGreaterThan(Date.now() - 1_800_000);
+    expect(day.group_by).toBeUndefined();
+    // The totals are the API's for the same request: the demo's seven traces, their tokens and cost.
+    const answer = await metricsSearch(day);
+    expect(answer.aggregate_metrics.trace_count).toBe(7);
+    await expect.poll(() => page.locator('[data-total="trace_count"] dd').textContent()).toBe("7");
+    expect(await page.locator('[data-total="total_tokens"] dd').textContent()).toBe(answer.aggregate_metrics.total_tokens!.toLocaleString("en-US"));
+    // Traces, errors, p50, p95, tokens, cost, and an average per metric of the run (toxicity).
+    const charts = await page.locator("[data-chart]").evaluateAll((els) => els.map((e) => e.getAttribute("data-chart")));
+    expect(charts.slice(0, 6)).toEqual(["trace_count", "error_count", "p50_latency_ns", "p95_latency_ns", "total_tokens", "total_cost"]);
+    expect(charts).toContain("average_toxicity");
+    expect(await page.locator(".time-chart canvas").count()).toBe(charts.length);
+    await shot(page, "dashboard");
+
+    // Last hour: one-minute buckets; last week: three-hour buckets. Each is in the URL.
+    await page.getByRole("group", { name: "Range" }).getByRole("button", { name: "Last hour" }).click();
+    await expect.poll(() => requests.at(-1)!.interval).toBe(1);
+    const hour = requests.at(-1)!;
+    expect(Date.parse(hour.end_time) - Date.parse(hour.start_time)).toBe(3_600_000);
+    expect(new URL(page.url()).searchParams.get("range")).toBe("hour");
+    const hourTotal = (await metricsSearch(hour)).aggregate_metrics.trace_count;
+    await expect.poll(() => page.locator('[data-total="trace_count"] dd').textContent()).toBe(String(hourTotal));
+    await page.getByRole("button", { name: "Last week" }).click();
+    await expect.poll(() => requests.at(-1)!.interval).toBe(180);
+
+    // A custom range: its own times, an interval chosen from its length (two days: one hour).
+    await page.getByRole("button", { name: "Custom" }).click();
+    const form = page.getByRole("form", { name: "Custom range" });
+    await form.getByLabel("From").fill("2026-01-01T00:00");
+    await form.getByLabel("To").fill("2026-01-03T00:00");
+    await form.getByRole("button", { name: "Apply" }).click();
+    await expect.poll(() => requests.at(-1)!.interval).toBe(60);
+    const custom = requests.at(-1)!;
+    expect(Date.parse(custom.end_time) - Date.parse(custom.start_time)).toBe(2 * 86_400_000);
+    await page.getByTestId("dashboard-empty").waitFor();
+
+    // Grouped by name, by tag, by a metadata key: the request says so and each group is a line.
+    await page.getByRole("button", { name: "Last day" }).click();
+    await page.getByLabel("Group by").selectOption("name");
+    await expect.poll(() => requests.at(-1)!.group_by).toBe("name");
+    const byName = await metricsSearch(requests.at(-1)!);
+    await expect
+      .poll(() => page.locator('[data-chart="trace_count"] .u-legend .u-series:not(:first-child) .u-label').allTextContents())
+      .toEqual(byName.group_by_columns);
+    await page.getByLabel("Group by").selectOption("tags");
+    await expect.poll(() => requests.at(-1)!.group_by).toBe("tags");
+    await page.getByLabel("Group by").selectOption("metadata");
+    await page.getByRole("form", { name: "Metadata key" }).getByLabel("Metadata key").fill("customer");
+    await page.getByRole("button", { name: "Group", exact: true }).click();
+    await expect.poll(() => requests.at(-1)!.group_by).toBe("user_metadata.customer");
+    expect(new URL(page.url()).searchParams.get("group")).toBe("user_metadata.customer");
+    const byCustomer = await metricsSearch(requests.at(-1)!);
+    expect(byCustomer.group_by_columns.length).toBeGreaterThan(1);
+    await expect
+      .poll(() => page.locator('[data-chart="trace_count"] .u-legend .u-series:not(:first-child) .u-label').allTextContents())
+      .toEqual(byCustomer.group_by_columns);
+    await shot(page, "dashboard-grouped");
+  });
+
+  it("opens the table filtered to a clicked bucket: its time range, and its group in a grouped chart", async () => {
+    const page = await newPage();
+    const requests = recordMetricsRequests(page);
+    await page.goto(runPath("dashboard"));
+    await signInWithKey(page, server.demo.api_key);
+    await page.locator('[data-chart="trace_count"] canvas').waitFor();
+    const body = requests.at(-1)!;
+    const buckets = (await metricsSearch(body)).bucketed_metrics.trace_count!;
+    const busiest = buckets.reduce((a, b) => (Number(b.value) > Number(a.value) ? b : a));
+    expect(Number(busiest.value)).toBeGreaterThan(0);
+
+    await clickBucket(page, "trace_count", body, busiest);
+    await expect.poll(() => new URL(page.url()).pathname).toBe(runPath("traces"));
+    const filter = JSON.parse(new URL(page.url()).searchParams.get("filter")!);
+    const at = (value: unknown) => Date.parse(String(value));
+    expect(filter.and.map((leaf: { column_id: string; operator: string; value: string }) => [leaf.column_id, leaf.operator, at(leaf.value)])).toEqual([
+      ["created_at", "gte", at(busiest.start_bucket_time)],
+      ["created_at", "lt", at(busiest.end_bucket_time)],
+    ]);
+    await waitForRows(page, Number(busiest.value));
+    expect(await rowIds(page)).toEqual(await searchIds("traces", { filter_tree: filter }));
+
+    // Grouped by name: a click above the lines lists the bucket's groups; one opens its traces.
+    await page.goBack();
+    await page.getByLabel("Group by").selectOption("name");
+    await expect.poll(() => requests.at(-1)!.group_by).toBe("name");
+    const grouped = await metricsSearch(requests.at(-1)!);
+    const bucket = grouped.bucketed_metrics.trace_count!.find((b) => b.start_bucket_time === busiest.start_bucket_time)!;
+    const name = grouped.group_by_columns.find((g) => Number(bucket[g] ?? 0) > 0)!;
+    await page.locator('[data-chart="trace_count"] canvas').waitFor();
+    await clickBucket(page, "trace_count", requests.at(-1)!, bucket);
+    await page.getByRole("dialog", { name: "Open a bucket" }).getByRole("button", { name, exact: true }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe(runPath("traces"));
+    const groupFilter = JSON.parse(new URL(page.url()).searchParams.get("filter")!);
+    expect(groupFilter.and.at(-1)).toEqual({ type: "text", column_id: "name", operator: "eq", value: name });
+    await waitForRows(page, Number(bucket[name]));
+    expect(await rowIds(page)).toEqual(await searchIds("traces", { filter_tree: groupFilter }));
+  });
+
+  it("groups by model from the run's LLM calls, and a bucket opens those spans", async () => {
+    const page = await newPage();
+    const spanRequests: { group_by?: string; filter_tree?: unknown }[] = [];
+    page.on("request", (request) => {
+      if (request.url().endsWith("/metrics/custom_search")) spanRequests.push(request.postDataJSON());
+    });
+    await page.goto(runPath("dashboard", "?group=model"));
+    await signInWithKey(page, server.demo.api_key);
+    await page.locator('[data-chart="span_count"] canvas').waitFor();
+    expect(spanRequests.every((r) => r.group_by === "model")).toBe(true);
+    await expect.poll(() => page.locator('[data-chart="span_count"] .u-legend .u-series:not(:first-child) .u-label').allTextContents()).toEqual(["gpt-4o-mini"]);
+    const llmSpans = await searchIds("spans", { filter_tree: { type: "text", column_id: "type", operator: "eq", value: "llm" }, pagination: { limit: 100 } });
+    await expect.poll(() => page.locator('[data-total="span_count"] dd').textContent()).toBe(String(llmSpans.length));
+  });
+
+  it("opens a project on the dashboard of the run written to last, with its traces one click away", async () => {
+    const project = (await api("POST", "/v2/projects", { name: `landing ${crypto.randomUUID().slice(0, 8)}`, type: "gen_ai" })).body as { id: string; name: string };
+    const older = (await api("POST", `/v2/projects/${project.id}/log_streams`, { name: "written last" })).body as { id: string };
+    const newer = (await api("POST", `/v2/projects/${project.id}/log_streams`, { name: "created last" })).body as { id: string };
+    const trace = (name: string, minutesAgo: number) => ({ name, input: "q", output: "a", created_at: new Date(Date.now() - minutesAgo * 60_000).toISOString() });
+    // The run created last was written to two hours ago; the one created first ten minutes ago.
+    expect((await api("POST", `/v2/projects/${project.id}/traces`, { log_stream_id: newer.id, traces: [trace("early", 120)] })).status).toBe(200);
+    expect((await api("POST", `/v2/projects/${project.id}/traces`, { log_stream_id: older.id, traces: [trace("late a", 10), trace("late b", 9)] })).status).toBe(200);
+
+    const page = await newPage();
+    await page.goto("/");
+    await signInWithKey(page, server.demo.api_key);
+    await page.getByRole("link", { name: new RegExp(`^${project.name}\\s`) }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe(`/projects/${project.id}/log_streams/${older.id}/dashboard`);
+    await expect.poll(() => page.locator('[data-total="trace_count"] dd').textContent()).toBe("2");
+    // The other run is in the picker.
+    await page.getByLabel("Run", { exact: true }).selectOption(`log_streams/${newer.id}`);
+    await expect.poll(() => new URL(page.url()).pathname).toBe(`/projects/${project.id}/log_streams/${newer.id}/dashboard`);
+    await expect.poll(() => page.locator('[data-total="trace_count"] dd').textContent()).toBe("1");
+    await page.getByRole("navigation", { name: "Run views" }).getByRole("link", { name: "Traces" }).click();
+    await waitForRows(page, 1);
+    // The back button returns to the projects, not to the step that chose the run.
+    await page.goBack();
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).pathname).toBe(`/projects/${project.id}/log_streams/${older.id}/dashboard`);
+    await page.goBack();
+    await expect.poll(() => new URL(page.url()).pathname).toBe("/");
   });
 });

@@ -4,11 +4,13 @@ import { logout, onUnauthorized } from "./api/client";
 import { getCurrentUser } from "./api/endpoints";
 import { clearToken, readToken } from "./api/token-store";
 import type { CurrentUser } from "./api/types";
+import { LazyDashboard } from "./dashboard/lazy-dashboard";
+import { ProjectLanding } from "./dashboard/project-landing";
 import { Link, navigate, useRoute } from "./routing/navigation";
 import { hrefOf } from "./routing/routes";
 import { ErasePage } from "./views/erase-page";
 import { ErrorNotice } from "./views/error-notice";
-import { ProjectPage, ProjectsPage } from "./views/projects-page";
+import { ProjectsPage } from "./views/projects-page";
 import { RecordsPage } from "./views/records-page";
 import { SignIn } from "./views/sign-in";
 
@@ -89,7 +91,8 @@ export function App() {
       </header>
       {userError ? <ErrorNotice error={userError} /> : null}
       {route.view === "projects" ? <ProjectsPage /> : null}
-      {route.view === "project" ? <ProjectPage projectId={route.projectId} /> : null}
+      {route.view === "project" ? <ProjectLanding projectId={route.projectId} /> : null}
+      {route.view === "dashboard" ? <LazyDashboard route={route} /> : null}
       {route.view === "records" ? <RecordsPage route={route} /> : null}
       {route.view === "erase" ? <ErasePage user={user} /> : null}
       {route.view === "not-found" ? (

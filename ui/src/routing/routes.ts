@@ -2,7 +2,9 @@
  * The page's state lives in its URL, so a link can be shared and the back button works:
  *
  *   /                                                   projects
- *   /projects/{pid}                                     the project's log streams and experiments
+ *   /projects/{pid}                                     the project: opens the dashboard of its latest run
+ *   /projects/{pid}/{log_streams|experiments}/{rid}/dashboard?range=&from=&to=&group=
+ *                                                       the run's charts (ui/src/dashboard/)
  *   /projects/{pid}/{log_streams|experiments}/{rid}/{traces|spans|sessions}
  *       ?filter=<filter tree JSON>&sort=<column>:<asc|desc>&page=<n>&size=<n>&cols=<id,id>
  *       &open=<trace or session id>&span=<span id>
@@ -36,6 +38,8 @@ export type Route =
   | { view: "projects" }
   | { view: "project"; projectId: string }
   | { view: "records"; projectId: string; kind: RunKind; runId: string; family: Family; table: TableState }
+  /** The query string is the dashboard's own (ui/src/dashboard/dashboard-state.ts). */
+  | { view: "dashboard"; projectId: string; kind: RunKind; runId: string; search: string }
   | { view: "erase" }
   | { view: "not-found"; path: string };
 
@@ -87,6 +91,9 @@ export function parseLocation(pathname: string, search: string): Route {
   if (parts[0] === "projects" && parts.length === 2) return { view: "project", projectId: parts[1]! };
   if (parts[0] === "projects" && parts.length === 5) {
     const [, projectId, kind, runId, family] = parts as [string, string, string, string, string];
+    if ((RUN_KINDS as readonly string[]).includes(kind) && family === "dashboard") {
+      return { view: "dashboard", projectId, kind: kind as RunKind, runId, search };
+    }
     if ((RUN_KINDS as readonly string[]).includes(kind) && (FAMILIES as readonly string[]).includes(family)) {
       return { view: "records", projectId, kind: kind as RunKind, runId, family: family as Family, table: parseTableState(params) };
     }
@@ -118,6 +125,8 @@ export function hrefOf(route: Route): string {
       return `/projects/${enc(route.projectId)}`;
     case "records":
       return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/${route.family}${tableQuery(route.table)}`;
+    case "dashboard":
+      return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/dashboard${route.search}`;
     case "erase":
       return "/erase";
     case "not-found":

@@ -149,6 +149,7 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
       </nav>
       <div class="records-header">
         <nav class="tabs" aria-label="Record kind">
+          <Link href={hrefOf({ view: "dashboard", projectId, kind, runId, search: "" })}>Dashboard</Link>
           {(["traces", "spans", "sessions"] as const).map((f) => (
             <Link
               key={f}
