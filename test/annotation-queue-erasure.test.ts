@@ -42,6 +42,20 @@ describe("queue entries", () => {
     expect(await entryCount(await recordsOf(project.projectId), project.projectId)).toBe(2);
   });
 
+  it("go with their records in a deletion by filter", async () => {
+    const admin = await createTenant("admin");
+    const project = await createProjectWithRun(admin);
+    const { traces } = await ingestTraces(admin, project, 3, (i) => ({ tags: i === 1 ? ["old"] : [] }));
+    const qid = await queueOf(admin, project.projectId, project.runId, traces);
+    const answer = await call(`/v2/projects/${project.projectId}/traces/delete`, {
+      as: admin,
+      body: { log_stream_id: project.runId, filters: [{ type: "collection", column_id: "tags", operator: "contains", value: "old" }] },
+    });
+    expect(answer.body).toMatchObject({ deleted: { traces: 1 } });
+    expect(await queueIds(admin, qid)).toEqual([traces[0], traces[2]]);
+    expect(await entryCount(await recordsOf(project.projectId), project.projectId)).toBe(2);
+  });
+
   it("travel with a moved project, those added during the copy too, in their order, and none stay behind", async () => {
     const admin = await createTenant("admin");
     const project = await createProjectWithRun(admin);
