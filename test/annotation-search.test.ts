@@ -8,6 +8,7 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { bindAnnotationColumns } from "../src/search/bind-annotation-columns";
+import { classifySearchCost } from "../src/search/search-cost";
 import { compileSearchQuery } from "../src/search/compile-search-query";
 import { normalizeSearchRequest } from "../src/search/normalize-search-request";
 import { type AnnotatedProject, createProjectWithRun, createTemplate, ingestTraces, rate } from "./support/annotations";
@@ -147,6 +148,42 @@ describe("searching by annotations", () => {
     expect(feedback.map((c: { data_type: string }) => c.data_type)).toEqual(["thumb_rating_aggregate", "score_rating_aggregate", "tags_rating_aggregate", "tags_rating_aggregate"]);
     const spans = await call(`/v2/projects/${project.projectId}/spans/available_columns`, { as: ann, body: { log_stream_id: project.runId } });
     expect(spans.body.columns.filter((c: { category: string }) => c.category === "feedback").every((c: { is_empty: boolean }) => c.is_empty)).toBe(true);
+  });
+
+  it("drives a page by a rating-number leaf from the ratings' index: in native order, each record once", async () => {
+    const ids = async (filters: unknown[]) => {
+      const answer = await search({ filters });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body.records.map((rec: { id: string }) => traces.indexOf(rec.id));
+    };
+    // Trace 1 has two ratings >= 4 (5 and 4): it comes once. Native order: newest first.
+    expect(await ids([{ type: "number", column_id: col("score"), operator: "gte", value: 3 }])).toEqual([2, 1]);
+    expect(await ids([{ type: "number", column_id: col("score"), operator: "gte", value: 4 }])).toEqual([1]);
+    expect(await ids([{ type: "boolean", column_id: col("like"), operator: "eq", value: false }])).toEqual([1, 0]);
+    // With another leaf beside it, and paged.
+    const page = await search({ filters: [{ type: "number", column_id: col("score"), operator: "lt", value: 6 }, { type: "text", column_id: "name", operator: "eq", value: "trace 0" }] });
+    expect(page.body.records.map((rec: { id: string }) => rec.id)).toEqual([traces[0]]);
+    const second = await search({ filters: [{ type: "number", column_id: col("score"), operator: "lt", value: 6 }], limit: 1, starting_token: 1 });
+    expect(second.body.records.map((rec: { id: string }) => rec.id)).toEqual([traces[1]]);
+  });
+
+  it("plans a rating-number leaf as an indexed search driven by annotation_ratings_template_order, with no sort", async () => {
+    const db = await recordsOf(project.projectId);
+    for (const filter of [
+      { type: "boolean", column_id: col("like"), operator: "eq", value: false },
+      { type: "number", column_id: col("score"), operator: "lt", value: 3 },
+    ]) {
+      const query = normalizeSearchRequest({ log_stream_id: project.runId, filters: [filter] } as never, "trace", "partial");
+      expect(classifySearchCost(query)).toEqual({ class: "indexed" });
+      await bindAnnotationColumns(db, project.projectId, query);
+      const compiled = compileSearchQuery(query, { organizationId: ann.organizationId, projectId: project.projectId, runId: project.runId, runKind: "log_stream" });
+      const details = (await db.prepare(`EXPLAIN QUERY PLAN ${compiled.sql}`).bind(...compiled.params).all<{ detail: string }>()).results.map((row) => row.detail);
+      const text = details.join("\n");
+      expect(text).toMatch(/SEARCH da USING (COVERING )?INDEX annotation_ratings_template_order/);
+      // The only sort is of the page itself (outside the arm); the driver walks the index in page order.
+      expect(details.filter((d) => /TEMP B-TREE FOR ORDER BY/.test(d)).length, text).toBeLessThanOrEqual(2);
+      expect(details.filter((d) => /^SCAN (r|da|dx)\b/.test(d)), text).toEqual([]);
+    }
   });
 
   it("reads ratings through their indexes, never by scanning them", async () => {

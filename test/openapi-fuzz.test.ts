@@ -50,6 +50,8 @@ interface Dataset {
   projectId: string;
   logStreamId: string;
   experimentId: string;
+  /** The project's annotation templates (`template_id` also names the queues' templates). */
+  projectTemplateIds: string[];
   /** The ids by the name of the path parameter that takes them. */
   named: Record<string, string[]>;
 }
@@ -116,9 +118,29 @@ async function seed(tenant: Tenant): Promise<Dataset> {
     });
     expect(rating.status, JSON.stringify(rating.body)).toBe(200);
   }
+  const projectTemplateIds = [...templateIds];
+  // Annotation queues holding the trace, each with a like_dislike template the trace is rated
+  // with (several, for the same reason), so the queue routes have something to find.
+  const queueIds: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const queue = await call("/v2/annotation_queues", { as: tenant, body: { name: { value: `fuzz-queue-${i}` } } });
+    expect(queue.status, JSON.stringify(queue.body)).toBe(200);
+    queueIds.push(queue.body.id);
+    const template = await call(`/v2/annotation_queues/${queue.body.id}/templates`, { as: tenant, body: { template: { name: "fuzz", constraints: { annotation_type: "like_dislike" } } } });
+    expect(template.status, JSON.stringify(template.body)).toBe(200);
+    templateIds.push(template.body.id);
+    const added = await call(`/v2/annotation_queues/${queue.body.id}/records`, { as: tenant, body: { project_id: projectId, run_id: logStreamId, record_selector: { type: "record_ids", record_ids: [traceId] } } });
+    expect(added.status, JSON.stringify(added.body)).toBe(200);
+    const rating = await call(`/v2/annotation_queues/${queue.body.id}/records/${traceId}/rating?annotation_template_id=${template.body.id}`, {
+      as: tenant,
+      method: "PUT",
+      body: { rating: { annotation_type: "like_dislike", value: true } },
+    });
+    expect(rating.status, JSON.stringify(rating.body)).toBe(200);
+  }
   const token = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
-  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId] };
-  return { tenant, member, token, projectId, logStreamId, experimentId, named, ids: Object.values(named).flat() };
+  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, user_id: [tenant.userId], run_id: [logStreamId] };
+  return { tenant, member, token, projectId, logStreamId, experimentId, projectTemplateIds, named, ids: Object.values(named).flat() };
 }
 
 beforeAll(async () => {
@@ -225,7 +247,7 @@ function repaired(value: unknown, schema: JsonSchema, own: Dataset, useExperimen
   // A rating must fit its template (the seeded ones are like_dislike), and a reorder must name
   // every template of the project.
   if (declared.has("rating") && declared.has("explanation")) out.rating = { annotation_type: "like_dislike", value: true };
-  if (declared.has("ordering")) out.ordering = [...own.named.template_id!];
+  if (declared.has("ordering")) out.ordering = [...own.projectTemplateIds];
   // Streaming updates may repeat the path's id in the body, which these values cannot know;
   // spans posted on their own name the trace they belong to.
   const required = new Set(resolveSchema(schema).required ?? []);

@@ -7,6 +7,7 @@
  * (docs/operations.md, "Scheduled maintenance").
  */
 import { purgeDeletedTemplates } from "../annotations/template-deletion";
+import { purgeDeletedQueues } from "../annotation-queues/queue-deletion";
 import { pruneExpiredRevocations } from "../auth/logout-route";
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
@@ -40,6 +41,13 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
     }
   }
   await pruneExpiredRevocations(env.DB).catch((error) => console.error(`maintenance: could not prune revoked token ids: ${error instanceof Error ? error.message : String(error)}`));
+  // Deleted annotation queues (and queue templates) whose entries and ratings a request could not all remove.
+  try {
+    const queues = await purgeDeletedQueues(env);
+    if (queues.queues > 0 || !queues.complete) console.log(`maintenance: finished deleting ${queues.queues} annotation queue(s)${queues.complete ? "" : "; more remain for the next run"}`);
+  } catch (error) {
+    console.error(`maintenance: could not finish deleting annotation queues: ${error instanceof Error ? error.message : String(error)}`);
+  }
   await measureShardSizes(env).catch((error) => console.error(`maintenance: could not measure the shards: ${error instanceof Error ? error.message : String(error)}`));
   // Retention: queue the erasure of what is older than each project's retention (src/retention).
   try {

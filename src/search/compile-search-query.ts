@@ -11,7 +11,8 @@
  *   then (a second arm, run only when the page reaches it) the records without it, by id;
  * - in native order (or sorted by created_at), a top-level `user_metadata.<key>` = value or tag
  *   `contains` leaf is driven by its side table's index, which carries (created_at, record_id)
- *   after the value and so is already in page order;
+ *   after the value and so is already in page order; so is a comparison on a like_dislike, star
+ *   or score rating (`annotations/<tid>`), by annotation_ratings_template_order;
  * - otherwise the records table, whose indexes carry (family_key, [type | model,] created_at, id)
  *   for the native order and (family_key, id) for the id order (family_key: the run's family,
  *   run_families).
@@ -147,11 +148,23 @@ export interface SideDriver {
 function sideDriverOf(conjuncts: readonly FilterNode[]): SideDriver | undefined {
   for (const conjunct of conjuncts) {
     const leaf = leafOf(conjunct);
+    if (leaf && isRatingNumberLeaf(leaf)) return { conjunct, leaf };
     if (!leaf || leaf.kind === "fully_annotated" || leaf.kind === "tags_equal" || leaf.kind === "between") continue;
     if (leaf.kind === "compare" && leaf.operator === "eq" && leaf.caseSensitive && leaf.column.kind === "user_metadata") return { conjunct, leaf };
     if (leaf.kind === "contains" && leaf.caseSensitive && isColumn(leaf.column, "tags")) return { conjunct, leaf };
   }
   return undefined;
+}
+
+/**
+ * A comparison on the number of a like_dislike, star or score rating (`annotations/<tid>` with a
+ * boolean or number filter): annotation_ratings_template_order (template, family, record
+ * created_at, record id, number) yields its matches in page order.
+ */
+function isRatingNumberLeaf(leaf: FilterLeaf): boolean {
+  if (leaf.kind === "fully_annotated" || leaf.column.kind !== "annotation") return false;
+  if (leaf.column.filterType !== "boolean" && leaf.column.filterType !== "number") return false;
+  return (leaf.kind === "compare" && leaf.operator !== "ne") || leaf.kind === "between";
 }
 
 /** Top-level created_at ranges, repeated on the driver's own created_at so its index range narrows. */
@@ -172,25 +185,46 @@ function sidePlan(ctx: Context, driver: SideDriver): SQL {
   const conjuncts = conjunctsOf(query.filter);
   const rest = conjuncts.filter((c) => c !== driver.conjunct);
   const { familyKey } = ctx;
-  const leaf = driver.leaf as Extract<FilterLeaf, { kind: "compare" | "contains" }>;
+  const leaf = driver.leaf as Extract<FilterLeaf, { kind: "compare" | "contains" | "between" }>;
   const side =
-    leaf.column.kind === "user_metadata"
-      ? {
-          table: driverMetadata,
-          createdAt: driverMetadata.createdAt,
-          recordId: driverMetadata.recordId,
-          recordRid: driverMetadata.recordRid,
-          match: sql`${driverMetadata.familyKey} = ${familyKey} AND ${driverMetadata.key} = ${pack.value(leaf.column.key)} AND ${driverMetadata.value} = ${pack.value(leaf.value)}`,
-        }
-      : {
-          table: driverTags,
-          createdAt: driverTags.createdAt,
-          recordId: driverTags.recordId,
-          recordRid: driverTags.recordRid,
-          match: sql`${driverTags.familyKey} = ${familyKey} AND ${driverTags.tag} = ${pack.value(leaf.value)}`,
-        };
+    leaf.column.kind === "annotation"
+      ? ratingsDriver(leaf.column.templateId, leaf, familyKey, pack)
+      : leaf.column.kind === "user_metadata"
+        ? {
+            table: from(driverMetadata),
+            createdAt: sql`${driverMetadata.createdAt}`,
+            recordId: sql`${driverMetadata.recordId}`,
+            recordRid: sql`${driverMetadata.recordRid}`,
+            match: sql`${driverMetadata.familyKey} = ${familyKey} AND ${driverMetadata.key} = ${pack.value(leaf.column.key)} AND ${driverMetadata.value} = ${pack.value((leaf as { value: string }).value)}`,
+          }
+        : {
+            table: from(driverTags),
+            createdAt: sql`${driverTags.createdAt}`,
+            recordId: sql`${driverTags.recordId}`,
+            recordRid: sql`${driverTags.recordRid}`,
+            match: sql`${driverTags.familyKey} = ${familyKey} AND ${driverTags.tag} = ${pack.value((leaf as { value: string }).value)}`,
+          };
   const ranges = createdAtRanges(conjuncts, side.createdAt, pack).map((range) => sql` AND ${range}`);
-  return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${from(side.table)} CROSS JOIN ${from(r)} ON ${r.rid} = ${side.recordRid} WHERE ${side.match}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${residual(rest, pack)} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
+  return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${side.table} CROSS JOIN ${from(r)} ON ${r.rid} = ${side.recordRid} WHERE ${side.match}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${residual(rest, pack)} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
+}
+
+/**
+ * The ratings' side of a rating-number leaf: the template's ratings of the run's family whose
+ * number passes the leaf, in (record created_at, record id) order from
+ * annotation_ratings_template_order. "At least one rating satisfies" may hold for several
+ * annotators of one record: only the matching rating of the lowest annotator id drives, so each
+ * record comes once (the check is a lookup on the ratings' primary key, record then template).
+ */
+function ratingsDriver(templateId: string, leaf: FilterLeaf, familyKey: SQL, pack: SqlParamPack) {
+  const template = pack.value(templateId);
+  const number = (alias: string) => sql.raw(`"${alias}"."num_value"`);
+  return {
+    table: sql.raw(`"annotation_ratings" AS "da"`),
+    createdAt: sql.raw(`"da"."record_created_at"`),
+    recordId: sql.raw(`"da"."record_id"`),
+    recordRid: sql.raw(`"da"."record_rid"`),
+    match: sql`"da"."template_id" = ${template} AND "da"."family_key" = ${familyKey} AND ${number("da")} IS NOT NULL AND ${valueTest(number("da"), leaf, pack)} AND NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "dx" WHERE "dx"."record_rid" = "da"."record_rid" AND "dx"."template_id" = ${template} AND "dx"."annotator_id" < "da"."annotator_id" AND ${number("dx")} IS NOT NULL AND ${valueTest(number("dx"), leaf, pack)})`,
+  };
 }
 
 // ---- metric-sort plan ---------------------------------------------------------------------------
@@ -261,7 +295,7 @@ function countColumns(ctx: Context): SQL {
 const SELECT_LISTS = new Map<string, SQL>();
 const MAX_SELECT_LISTS = 256;
 
-function selectList(names: readonly string[]): SQL {
+export function selectList(names: readonly string[]): SQL {
   const key = names.join(",");
   let list = SELECT_LISTS.get(key);
   if (!list) {

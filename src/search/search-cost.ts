@@ -21,7 +21,8 @@
  * - leaves that narrow the driver (never scan-class): in native order, `created_at` comparisons
  *   and one `eq` on `type` or `model` (records_family_{order,type_order,model_order}); a top-level
  *   `eq` / `one_of` on `id`, `trace_id`, `session_id` or `parent_id`, which bounds the statement
- *   by that key's records whatever else it holds; the `user_metadata` `eq` or tag `contains` that
+ *   by that key's records whatever else it holds; the `user_metadata` `eq`, tag `contains` or
+ *   rating-number comparison (`annotations/<tid>` on a like_dislike, star or score template) that
  *   drives a side-table plan, with `created_at` comparisons beside it; comparisons on the metric
  *   the search is sorted by;
  * - scan-class whatever the plan: a substring match (`contains` on anything but tags), a

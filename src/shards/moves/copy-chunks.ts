@@ -47,6 +47,18 @@ const INSERT_RATINGS = `
 INSERT OR REPLACE INTO annotation_ratings (record_rid, template_id, annotator_id, project_id, record_id, family_key, record_created_at, value, num_value, explanation, created_at, updated_at)
 SELECT r.rid, j.value ->> 0, j.value ->> 1, r.project_id, r.id, r.family_key, r.created_at, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7
 FROM json_each(?1) AS j JOIN records AS r ON r.project_id = ?2 AND r.id = j.value ->> 2`;
+/**
+ * Annotation queue entries (docs/annotations.md, "Annotation queues") travel the same way: read
+ * with their record by its id, written after it keyed by the target's row key, with the same
+ * position (`seq`) in their queue; the entries triggers log a change while the source exports.
+ */
+const READ_ENTRIES = `
+SELECT json_array(e.queue_id, e.seq, r.id, e.added_at) AS row
+FROM records AS r JOIN annotation_queue_entries AS e ON e.record_rid = r.rid WHERE r.project_id = ?1 AND r.id IN (SELECT value FROM json_each(?2))`;
+const INSERT_ENTRIES = `
+INSERT OR REPLACE INTO annotation_queue_entries (record_rid, queue_id, seq, project_id, record_id, added_at)
+SELECT r.rid, j.value ->> 0, j.value ->> 1, r.project_id, r.id, j.value ->> 3
+FROM json_each(?1) AS j JOIN records AS r ON r.project_id = ?2 AND r.id = j.value ->> 2`;
 const DELETE_TEMPLATES = `DELETE FROM annotation_templates WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?2))`;
 
 const jsonRow = (columns: readonly string[], alias = "") => `json_array(${columns.map((c) => `${alias}${c}`).join(", ")})`;
@@ -119,11 +131,11 @@ export async function copyIds(source: D1Database, target: D1Database, scope: Mov
   if (ids.length === 0) return { records: 0 };
   const templateIds = ids.filter((id) => id.startsWith(TEMPLATE_CHANGE_PREFIX)).map((id) => id.slice(TEMPLATE_CHANGE_PREFIX.length));
   const list = JSON.stringify(ids);
-  const reads = [READ_RECORDS, READ_RUNS, READ_RATINGS, ...(everything ? [READ_PATCHES, READ_TOMBSTONES] : [])].map((sql) => source.prepare(sql).bind(scope.projectId, list));
+  const reads = [READ_RECORDS, READ_RUNS, READ_RATINGS, READ_ENTRIES, ...(everything ? [READ_PATCHES, READ_TOMBSTONES] : [])].map((sql) => source.prepare(sql).bind(scope.projectId, list));
   if (templateIds.length > 0) reads.push(source.prepare(READ_TEMPLATES).bind(scope.projectId, JSON.stringify(templateIds)));
-  const [records, runRows, ratings, patches, tombstones, templates] = everything
+  const [records, runRows, ratings, entries, patches, tombstones, templates] = everything
     ? await source.batch(reads)
-    : await source.batch(reads).then(([a, b, c, ...rest]) => [a, b, c, undefined, undefined, ...rest]);
+    : await source.batch(reads).then(([a, b, c, d, ...rest]) => [a, b, c, d, undefined, undefined, ...rest]);
   const found = records!.results as unknown as SourceRecord[];
   const statements: D1PreparedStatement[] = [];
   const bind = (sql: string, ...params: unknown[]) => statements.push(target.prepare(sql).bind(...params));
@@ -131,8 +143,9 @@ export async function copyIds(source: D1Database, target: D1Database, scope: Mov
   if (everything) bind(DELETE_TOMBSTONES, scope.projectId, list);
   bind(DELETE_RECORDS, scope.projectId, list);
   statements.push(...recordWriteStatements(target, batchOf(found), { ...scope, runId: "" }, { copy: true }));
-  // The records' ratings, after the records (the delete above took the target's old ones).
+  // The records' ratings and queue entries, after the records (the delete above took the target's old ones).
   for (const chunk of jsonArraysBySize(ratings!.results.map((r) => (r as { row: string }).row))) bind(INSERT_RATINGS, chunk, scope.projectId);
+  for (const chunk of jsonArraysBySize(entries!.results.map((r) => (r as { row: string }).row))) bind(INSERT_ENTRIES, chunk, scope.projectId);
   if (templateIds.length > 0) {
     // A template changed or deleted on the source since the copy: the target ends as the source has it.
     bind(DELETE_TEMPLATES, scope.projectId, JSON.stringify(templateIds));

@@ -1,6 +1,7 @@
 /**
  * Verification before the switch (the project is frozen on the source, its change log drained):
- * the records per run and kind (session, trace, span) on both databases, a page of runs at a
+ * the records per run and kind (session, trace, span), and their ratings and queue entries, on
+ * both databases, a page of runs at a
  * time (served by records_family_id_order on both sides), then the project's held updates and
  * tombstones. A difference names the run and kind.
  */
@@ -26,9 +27,22 @@ const COUNTS_OF_RUNS = `SELECT f.run_id, f.record_type, count(*) AS n
 FROM run_families AS f CROSS JOIN records AS r ON r.family_key = f.key
 WHERE f.run_id IN (SELECT value FROM json_each(?1)) GROUP BY f.run_id, f.record_type`;
 
+/**
+ * The ratings and the queue entries of the same runs' records (issue 20: a move carries them with
+ * their records), reported as two more kinds; served by the primary keys, which lead with the
+ * record's row key, so verifying stays a page of runs at a time.
+ */
+const ANNOTATIONS_OF_RUNS = `SELECT f.run_id, 'rating' AS record_type, count(*) AS n
+FROM run_families AS f CROSS JOIN records AS r ON r.family_key = f.key CROSS JOIN annotation_ratings AS a ON a.record_rid = r.rid
+WHERE f.run_id IN (SELECT value FROM json_each(?1)) GROUP BY f.run_id
+UNION ALL
+SELECT f.run_id, 'queue entry' AS record_type, count(*) AS n
+FROM run_families AS f CROSS JOIN records AS r ON r.family_key = f.key CROSS JOIN annotation_queue_entries AS e ON e.record_rid = r.rid
+WHERE f.run_id IN (SELECT value FROM json_each(?1)) GROUP BY f.run_id`;
+
 interface CountRow {
   run_id: string;
-  record_type: "session" | "trace" | "span";
+  record_type: "session" | "trace" | "span" | "rating" | "queue entry";
   n: number;
 }
 
@@ -47,7 +61,12 @@ export async function verifyRunsPage(source: D1Database, target: D1Database, pro
     .all<{ id: string }>();
   if (page.length === 0) return { last: undefined, mismatch: undefined };
   const ids = JSON.stringify(page.map((r) => r.id));
-  const [here, there] = await Promise.all([source, target].map((db) => db.prepare(COUNTS_OF_RUNS).bind(ids).all<CountRow>()));
+  const [here, there] = await Promise.all(
+    [source, target].map(async (db) => {
+      const [records, annotations] = await db.batch<CountRow>([db.prepare(COUNTS_OF_RUNS).bind(ids), db.prepare(ANNOTATIONS_OF_RUNS).bind(ids)]);
+      return { results: [...records!.results, ...annotations!.results] };
+    }),
+  );
   const key = (row: CountRow) => `${row.run_id}/${row.record_type}`;
   const theirs = new Map(there!.results.map((row) => [key(row), row.n]));
   const ours = new Map(here!.results.map((row) => [key(row), row.n]));
@@ -55,11 +74,11 @@ export async function verifyRunsPage(source: D1Database, target: D1Database, pro
   for (const k of new Set([...ours.keys(), ...theirs.keys()])) {
     if ((ours.get(k) ?? 0) !== (theirs.get(k) ?? 0)) {
       const [run, kind] = k.split("/");
-      mismatch ??= `run ${run}: ${ours.get(k) ?? 0} ${kind}s on the source, ${theirs.get(k) ?? 0} on the target`;
+      mismatch ??= `run ${run}: ${ours.get(k) ?? 0} ${kind === "queue entry" ? "queue entries" : `${kind}s`} on the source, ${theirs.get(k) ?? 0} on the target`;
     }
   }
-  for (const row of here!.results) totals.source[KIND[row.record_type]] += row.n;
-  for (const row of there!.results) totals.target[KIND[row.record_type]] += row.n;
+  for (const row of here!.results) if (row.record_type in KIND) totals.source[KIND[row.record_type as keyof typeof KIND]] += row.n;
+  for (const row of there!.results) if (row.record_type in KIND) totals.target[KIND[row.record_type as keyof typeof KIND]] += row.n;
   totals.runs += page.length;
   return { last: page[page.length - 1]!.id, mismatch };
 }
