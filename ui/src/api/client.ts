@@ -72,7 +72,7 @@ async function send(method: string, path: string, init: { body?: BodyInit; conte
 }
 
 /** A JSON call to an authenticated route. */
-export async function api<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown): Promise<T> {
   const response = await send(method, path, {
     body: body === undefined ? undefined : JSON.stringify(body),
     contentType: body === undefined ? undefined : "application/json",
