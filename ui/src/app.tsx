@@ -6,6 +6,8 @@ import { clearToken, readToken } from "./api/token-store";
 import type { CurrentUser } from "./api/types";
 import { Link, navigate, useRoute } from "./routing/navigation";
 import { hrefOf } from "./routing/routes";
+import { QueuePage } from "./annotations/queue-page";
+import { QueuesPage } from "./annotations/queues-page";
 import { ErasePage } from "./views/erase-page";
 import { ErrorNotice } from "./views/error-notice";
 import { ProjectPage, ProjectsPage } from "./views/projects-page";
@@ -73,6 +75,9 @@ export function App() {
           <Link href="/" aria-current={route.view === "projects" ? "page" : undefined}>
             Projects
           </Link>
+          <Link href="/annotation-queues" aria-current={route.view === "queues" || route.view === "queue" ? "page" : undefined}>
+            Annotation queues
+          </Link>
           {user?.role === "admin" ? (
             <Link href="/erase" aria-current={route.view === "erase" ? "page" : undefined} data-testid="nav-erase">
               Erase data
@@ -92,6 +97,8 @@ export function App() {
       {route.view === "project" ? <ProjectPage projectId={route.projectId} /> : null}
       {route.view === "records" ? <RecordsPage route={route} /> : null}
       {route.view === "erase" ? <ErasePage user={user} /> : null}
+      {route.view === "queues" ? <QueuesPage /> : null}
+      {route.view === "queue" ? <QueuePage queueId={route.queueId} at={route.at} /> : null}
       {route.view === "not-found" ? (
         <main class="page">
           <h1>Not found</h1>

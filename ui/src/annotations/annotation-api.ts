@@ -1,7 +1,7 @@
 /** The annotation routes the page uses (contract section 8): templates, ratings, queues. */
 import { api } from "../api/client";
 import { getCurrentUser } from "../api/endpoints";
-import type { ApiRecord, CurrentUser, Family, FilterJson } from "../api/types";
+import type { ApiRecord, CurrentUser, Family } from "../api/types";
 import type { AnnotationQueue, AnnotationTemplate, RatingBody, RatingValue, TemplateConstraints } from "./annotation-types";
 
 const enc = encodeURIComponent;
@@ -37,17 +37,17 @@ const queuePath = (queueId: string) => `/v2/annotation_queues/${enc(queueId)}`;
 export const getQueue = (queueId: string) => api<AnnotationQueue>("GET", queuePath(queueId));
 
 export function queryQueues(offset: number, limit: number) {
-  return api<{ queues: AnnotationQueue[]; next_starting_token?: number | null; paginated?: boolean }>("POST", "/v2/annotation_queues/query", {
-    pagination: { starting_token: offset, limit },
+  return api<{ annotation_queues: AnnotationQueue[]; next_starting_token: number | null; paginated: boolean }>("POST", "/v2/annotation_queues/query", {
+    starting_token: offset,
+    limit,
   });
 }
 
 /** One record of the queue, in the queue's order (as added), with its queue-scoped feedback. */
-export function queueRecordAt(queueId: string, index: number, filterTree: FilterJson | null = null) {
-  return api<{ records: ApiRecord[]; paginated: boolean; num_rows?: number }>("POST", `${queuePath(queueId)}/partial_search`, {
+export function queueRecordAt(queueId: string, index: number) {
+  return api<{ records: ApiRecord[]; paginated: boolean }>("POST", `${queuePath(queueId)}/partial_search`, {
     pagination: { starting_token: index, limit: 1 },
-    select_columns: { include_all_feedback: true, include_all_metrics: true },
-    ...(filterTree ? { filter_tree: filterTree } : {}),
+    select_columns: { include_all_feedback: true },
   });
 }
 

@@ -105,15 +105,7 @@ function ValueInput({ template, value, onChange, onRate, disabled }: InputProps)
               {tag}
             </label>
           ))}
-          {c.allow_other ? (
-            <input
-              aria-label={`${name}: other tags (comma-separated)`}
-              placeholder="other tags, comma-separated"
-              value={others.join(", ")}
-              disabled={disabled}
-              onChange={(e) => set([...chosen.filter((t) => known.includes(t)), ...splitList(e.currentTarget.value)])}
-            />
-          ) : null}
+          {c.allow_other ? <OtherTags name={name} others={others} disabled={disabled} onChange={(list) => set([...chosen.filter((t) => known.includes(t)), ...list])} /> : null}
         </span>
       );
     }
@@ -147,6 +139,27 @@ function ValueInput({ template, value, onChange, onRate, disabled }: InputProps)
         />
       );
   }
+}
+
+/** Tags outside the template's list, typed comma-separated (kept as typed while editing). */
+function OtherTags({ name, others, disabled, onChange }: { name: string; others: string[]; disabled: boolean; onChange: (tags: string[]) => void }) {
+  const [text, setText] = useState(others.join(", "));
+  const othersKey = others.join("\n");
+  useEffect(() => {
+    if (splitList(text).join("\n") !== othersKey) setText(others.join(", "));
+  }, [othersKey]);
+  return (
+    <input
+      aria-label={`${name}: other tags (comma-separated)`}
+      placeholder="other tags, comma-separated"
+      value={text}
+      disabled={disabled}
+      onInput={(e) => {
+        setText(e.currentTarget.value);
+        onChange(splitList(e.currentTarget.value));
+      }}
+    />
+  );
 }
 
 function TreeChoiceSelect({ template, value, onChange, disabled }: Omit<InputProps, "onRate">) {
