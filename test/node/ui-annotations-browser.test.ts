@@ -272,7 +272,11 @@ describe("annotations in the explorer", () => {
     await expect.poll(() => header.getAttribute("aria-sort")).toBe("ascending");
     await expect.poll(() => rowIds(admin)).toEqual(await searchIds("traces", { sort: { column_id: `annotations/${helpful}`, ascending: true } }));
 
-    // Helpful = false: the records with at least one dislike.
+    // Helpful = false: the records with at least one dislike. (Unsorted: a sort by an annotation
+    // column is scan-class, and the organization's share of scan time is small by default.)
+    const unsorted = new URL(admin.url());
+    unsorted.searchParams.delete("sort");
+    await admin.goto(unsorted.pathname + unsorted.search);
     await admin.getByTestId("filter-toggle").click();
     await admin.getByRole("button", { name: "+ Condition" }).click();
     const leaf = admin.getByTestId("filter-leaf").first();
@@ -282,7 +286,7 @@ describe("annotations in the explorer", () => {
     await expect.poll(() => new URL(admin.url()).searchParams.get("filter")).not.toBeNull();
     const tree = JSON.parse(new URL(admin.url()).searchParams.get("filter")!);
     expect(tree).toEqual({ and: [{ type: "boolean", column_id: `annotations/${helpful}`, operator: "eq", value: false }] });
-    const disliked = await searchIds("traces", { filter_tree: tree, sort: { column_id: `annotations/${helpful}`, ascending: true } });
+    const disliked = await searchIds("traces", { filter_tree: tree });
     expect(new Set(disliked)).toEqual(new Set([traceIds[1], traceIds[2]]));
     await expect.poll(() => rowIds(admin)).toEqual(disliked);
     await shot(admin, "annotation-filter");
@@ -302,6 +306,75 @@ describe("annotations in the explorer", () => {
     await expect.poll(() => rowIds(admin)).toEqual([traceIds[0]]);
     // The builder reads the leaf back from the URL.
     await expect.poll(() => admin.getByTestId("filter-leaf").first().getByLabel("Rated by").inputValue()).toBe("me");
+  });
+});
+
+describe("an annotation queue in the explorer", () => {
+  it("walks a queue's records one by one with the keyboard and the mouse, with the caller's progress", async () => {
+    const created = await api("POST", "/v2/annotation_queues", { name: { value: "Refund review" }, description: "Answers about refunds" });
+    expect(created.status).toBe(200);
+    const qid: string = created.body.id;
+    const addTemplate = async (template: Record<string, unknown>) => {
+      const answer = await api("POST", `/v2/annotation_queues/${qid}/templates`, { template });
+      expect(answer.status).toBe(200);
+      return answer.body.id as string;
+    };
+    const correct = await addTemplate({ name: "Correct", constraints: { annotation_type: "like_dislike" } });
+    const tone = await addTemplate({ name: "Tone", constraints: { annotation_type: "star" } });
+    const added = await api("POST", `/v2/annotation_queues/${qid}/records`, {
+      project_id: server.demo.project_id,
+      run_id: server.demo.log_stream_id,
+      record_selector: { type: "record_ids", record_ids: traceIds.slice(0, 3) },
+    });
+    expect(added.body).toEqual({ num_records_added: 3 });
+    const order = (await api("POST", `/v2/annotation_queues/${qid}/partial_search`, { limit: 10 })).body.records.map((r: { id: string }) => r.id);
+    expect(order).toHaveLength(3);
+
+    await admin.goto("/annotation-queues");
+    await admin.getByTestId("queue-card").filter({ hasText: "Refund review" }).click();
+    await expect.poll(() => new URL(admin.url()).pathname).toBe(`/annotation-queues/${qid}`);
+    const shown = () => admin.getByTestId("queue-record").getAttribute("data-id");
+    await expect.poll(shown).toBe(order[0]);
+    await expect.poll(() => admin.getByTestId("queue-position").textContent()).toBe("Record 1 of 3");
+    await expect.poll(() => admin.getByTestId("my-progress").textContent()).toBe("You: 0 of 3 done (0%)");
+
+    // Keys: l likes with the thumbs template, 4 gives four stars with the star template.
+    await admin.keyboard.press("l");
+    await expect.poll(() => aggregateOf(admin, "Correct")).toBe("👍 1 · 👎 0 · 1 rating");
+    await admin.keyboard.press("4");
+    await expect.poll(() => aggregateOf(admin, "Tone")).toMatch(/^★ 4 \(1\)/);
+    // Rated with every template of the queue: one record done.
+    await expect.poll(() => admin.getByTestId("my-progress").textContent()).toBe("You: 1 of 3 done (33%)");
+    const queueNow = (await api("GET", `/v2/annotation_queues/${qid}`)).body;
+    expect(queueNow.num_logs_annotated[server.demo.user_id]).toBe(1);
+
+    // Next (arrow key), a dislike by key, stars by mouse; back with p.
+    await admin.keyboard.press("ArrowRight");
+    await expect.poll(shown).toBe(order[1]);
+    expect(new URL(admin.url()).searchParams.get("at")).toBe("2");
+    await admin.keyboard.press("d");
+    await expect.poll(() => aggregateOf(admin, "Correct")).toBe("👍 0 · 👎 1 · 1 rating");
+    await block(admin, "Tone").getByRole("button", { name: "2 stars" }).click();
+    await expect.poll(() => admin.getByTestId("my-progress").textContent()).toBe("You: 2 of 3 done (67%)");
+    await shot(admin, "annotation-queue");
+    await admin.keyboard.press("p");
+    await expect.poll(shown).toBe(order[0]);
+    expect(await block(admin, "Correct").getByRole("button", { name: "Like", exact: true }).getAttribute("aria-pressed")).toBe("true");
+
+    // The last record has no next; n there stays put.
+    await admin.getByRole("button", { name: "Next →" }).click();
+    await admin.getByRole("button", { name: "Next →" }).click();
+    await expect.poll(shown).toBe(order[2]);
+    expect(await admin.getByRole("button", { name: "Next →" }).isDisabled()).toBe(true);
+    await admin.keyboard.press("n");
+    await expect.poll(() => admin.getByTestId("queue-position").textContent()).toBe("Record 3 of 3");
+
+    // What the page wrote is what the queue's search returns.
+    const records = (await api("POST", `/v2/annotation_queues/${qid}/partial_search`, { limit: 10 })).body.records;
+    expect(records[0].annotations[correct]).toEqual({ [server.demo.user_id]: { annotation_type: "like_dislike", value: true, explanation: null } });
+    expect(records[0].annotations[tone][server.demo.user_id].value).toBe(4);
+    expect(records[1].annotations[correct][server.demo.user_id].value).toBe(false);
+    expect(records[1].annotations[tone][server.demo.user_id].value).toBe(2);
   });
 });
 
