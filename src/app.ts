@@ -1,5 +1,7 @@
 import { registerAnnotationRatings } from "./annotations/rating-routes";
 import { registerAnnotationTemplates } from "./annotations/template-routes";
+import { registerAnnotationQueueRecords } from "./annotation-queues/queue-record-routes";
+import { registerAnnotationQueues } from "./annotation-queues/queue-routes";
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
@@ -64,6 +66,8 @@ function protectedRoutes() {
   registerPrices(router);
   registerAnnotationTemplates(router);
   registerAnnotationRatings(router);
+  registerAnnotationQueues(router);
+  registerAnnotationQueueRecords(router);
   return router;
 }
 

@@ -88,6 +88,10 @@ describe("0005: record ids per project, side rows by rid", () => {
     ]);
     const triggers = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string }>()).results;
     expect(triggers.map((t) => t.name)).toEqual([
+      // Annotation queue entries (0017): the same guard and change log.
+      "annotation_queue_entries_changes_while_exporting_delete",
+      "annotation_queue_entries_changes_while_exporting_insert",
+      "annotation_queue_entries_project_on_shard_insert",
       // Annotations (0012): guards and change log like the records', and created_at carried over.
       "annotation_ratings_changes_while_exporting_delete",
       "annotation_ratings_changes_while_exporting_insert",

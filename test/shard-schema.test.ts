@@ -25,6 +25,7 @@ const SHARD_TABLES = [
   "rollup_backfill",
   "annotation_templates",
   "annotation_ratings",
+  "annotation_queue_entries",
 ];
 
 async function describeTable(db: D1Database, table: string) {

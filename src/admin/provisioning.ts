@@ -66,12 +66,16 @@ export function revokeApiKey(keyId: string) {
   return { statements: [{ sql: "DELETE FROM api_keys WHERE id = ? RETURNING id, user_id", params: [keyId] }] as Statement[] };
 }
 
-/** Removes a user, their API keys, and with them every token of theirs. Their data stays. */
+/**
+ * Removes a user, their API keys, and with them every token of theirs, and their roles in
+ * annotation queues. Their data stays, their ratings included (attributed to their id).
+ */
 export function deleteUser(userId: string) {
   return {
     statements: [
       { sql: "DELETE FROM api_keys WHERE user_id = ? RETURNING id", params: [userId] },
       { sql: "DELETE FROM users WHERE id = ? RETURNING id, organization_id, email", params: [userId] },
+      { sql: "DELETE FROM annotation_queue_users WHERE user_id = ? RETURNING queue_id", params: [userId] },
     ] as Statement[],
   };
 }

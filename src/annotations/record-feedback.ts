@@ -17,7 +17,19 @@ import type { TemplateDefinition } from "./template-store";
  * [template_id, annotator_id, value (JSON text), explanation]. Served by the ratings' primary key.
  */
 export function ratingsJsonSql(ridExpression: string): string {
-  return `(SELECT json_group_array(json_array("fa"."template_id", "fa"."annotator_id", "fa"."value", "fa"."explanation")) FROM "annotation_ratings" AS "fa" JOIN "annotation_templates" AS "ft" ON "ft"."id" = "fa"."template_id" AND "ft"."deleted_at" IS NULL WHERE "fa"."record_rid" = ${ridExpression})`;
+  return feedbackJsonSql(
+    `(SELECT json_group_array(json_array("fa"."template_id", "fa"."annotator_id", "fa"."value", "fa"."explanation")) FROM "annotation_ratings" AS "fa" JOIN "annotation_templates" AS "ft" ON "ft"."id" = "fa"."template_id" AND "ft"."deleted_at" IS NULL WHERE "fa"."record_rid" = ${ridExpression})`,
+    ridExpression,
+  );
+}
+
+/**
+ * SQL: `ratings` (a JSON array of tuples, as ratingsJsonSql selects them) with the ids of the
+ * annotation queues that list the record (annotation_queue_entries, keyed by the record first),
+ * as one JSON object {r: ratings, q: queue ids}.
+ */
+export function feedbackJsonSql(ratings: string, ridExpression: string): string {
+  return `json_object('r', json(${ratings}), 'q', json((SELECT json_group_array("fq"."queue_id") FROM "annotation_queue_entries" AS "fq" WHERE "fq"."record_rid" = ${ridExpression})))`;
 }
 
 /** The column name the page statement gives RATINGS_JSON. */
@@ -34,10 +46,18 @@ interface Rating {
 /** Score buckets: at most this many, of equal integer width over [min, max]. */
 export const SCORE_BUCKETS = 5;
 
-function parseRatings(json: unknown): Map<string, Rating[]> {
+interface FeedbackJson {
+  r: RatingTuple[];
+  q: string[];
+}
+
+function parseFeedbackJson(json: unknown): FeedbackJson {
+  return typeof json === "string" ? (JSON.parse(json) as FeedbackJson) : { r: [], q: [] };
+}
+
+function parseRatings(tuples: readonly RatingTuple[]): Map<string, Rating[]> {
   const byTemplate = new Map<string, Rating[]>();
-  if (typeof json !== "string") return byTemplate;
-  for (const [templateId, annotatorId, value, explanation] of JSON.parse(json) as RatingTuple[]) {
+  for (const [templateId, annotatorId, value, explanation] of tuples) {
     let list = byTemplate.get(templateId);
     if (!list) byTemplate.set(templateId, (list = []));
     list.push({ annotatorId, value: JSON.parse(value) as unknown, explanation });
@@ -141,8 +161,9 @@ export interface RecordFeedback {
  * since) is ignored.
  */
 export function recordFeedback(ratingsJson: unknown, templates: ReadonlyMap<string, TemplateDefinition>, callerId: string): RecordFeedback {
-  const feedback: RecordFeedback = { annotations: {}, annotation_aggregates: {}, annotation_agreement: {}, feedback_rating_info: {}, annotation_queue_ids: [] };
-  for (const [templateId, ratings] of parseRatings(ratingsJson)) {
+  const stored = parseFeedbackJson(ratingsJson);
+  const feedback: RecordFeedback = { annotations: {}, annotation_aggregates: {}, annotation_agreement: {}, feedback_rating_info: {}, annotation_queue_ids: stored.q };
+  for (const [templateId, ratings] of parseRatings(stored.r)) {
     const template = templates.get(templateId);
     if (!template) continue;
     const type = template.annotationType;

@@ -61,6 +61,13 @@ const OTLP: Cap = { bytes: 10 * MiB, values: 500_000 };
  */
 const ANNOTATION: Cap = { bytes: 256 * KiB, values: 50_000 };
 const ANNOTATION_BULK: Cap = { bytes: 1 * MiB, values: 20_000 };
+/** A queue with its annotators' emails, or users given roles: up to 1,000 users of 320-byte emails. */
+const QUEUE_USERS: Cap = { bytes: 512 * KiB, values: 6_000 };
+/**
+ * Records added to or removed from a queue: up to 100,000 ids of 39 bytes each as JSON (3.7 MiB)
+ * and a few values around them; or a filter tree, which the search's cap already bounds.
+ */
+const QUEUE_RECORDS: Cap = { bytes: 4 * MiB + 64 * KiB, values: 100_000 + 1_000 };
 
 const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /login", LOGIN],
@@ -104,6 +111,19 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["PUT /v2/projects/{project_id}/annotation/templates/{template_id}/records/{record_id}/rating", SMALL],
   ["PUT /v2/projects/{project_id}/annotation/templates/{template_id}/traces/{trace_id}/rating", SMALL],
   ["POST /v2/projects/{project_id}/annotation/ratings", ANNOTATION_BULK],
+  ["POST /v2/annotation_queues", QUEUE_USERS],
+  ["PATCH /v2/annotation_queues/{queue_id}", SMALL],
+  ["POST /v2/annotation_queues/query", SMALL],
+  ["POST /v2/annotation_queues/count", SMALL],
+  ["POST /v2/annotation_queues/{queue_id}/users", QUEUE_USERS],
+  ["PATCH /v2/annotation_queues/{queue_id}/users/{user_id}", SMALL],
+  ["POST /v2/annotation_queues/{queue_id}/templates", ANNOTATION],
+  ["PATCH /v2/annotation_queues/{queue_id}/templates/{template_id}", SMALL],
+  ["POST /v2/annotation_queues/{queue_id}/records", QUEUE_RECORDS],
+  ["POST /v2/annotation_queues/{queue_id}/records/remove", QUEUE_RECORDS],
+  ["POST /v2/annotation_queues/{queue_id}/records/count", SEARCH],
+  ["POST /v2/annotation_queues/{queue_id}/partial_search", SEARCH],
+  ["PUT /v2/annotation_queues/{queue_id}/records/{record_id}/rating", SMALL],
   // OTLP reads its own bodies (src/otlp/read-body.ts: gzip inflated, counted after inflation)
   // with this cap (test/body-limits.test.ts keeps OTLP_LIMITS.maxBodyBytes equal to it).
   ["POST /otel/v1/traces", OTLP],

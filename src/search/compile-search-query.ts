@@ -261,7 +261,7 @@ function countColumns(ctx: Context): SQL {
 const SELECT_LISTS = new Map<string, SQL>();
 const MAX_SELECT_LISTS = 256;
 
-function selectList(names: readonly string[]): SQL {
+export function selectList(names: readonly string[]): SQL {
   const key = names.join(",");
   let list = SELECT_LISTS.get(key);
   if (!list) {

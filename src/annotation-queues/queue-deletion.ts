@@ -1,0 +1,110 @@
+/**
+ * Deleting a queue, or one of its templates, in bounded work (contract section 8, "Erasure").
+ * The row is marked deleted at once (it leaves every answer; a queue's name is free again); then,
+ * on the shard of each project the queue holds records of, its entries go ENTRY_CHUNK a
+ * statement, and the ratings made with its deleted templates the same way. A request does up to
+ * QUEUE_DELETION.requestChunks chunks; the minutely maintenance (src/maintenance/scheduled.ts)
+ * finishes what is left, QUEUE_DELETION.maintenanceChunks a run. A queue with 100,000 entries is
+ * 100 bounded statements, never one unbounded cascade. Every step is idempotent.
+ */
+import type { Env } from "../env";
+import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
+import { ENTRY_CHUNK, purgeEntriesChunkStatement, purgeRatingsChunkStatement } from "./queue-entries";
+
+export const QUEUE_DELETION = { requestChunks: 20, maintenanceChunks: 100, maintenanceQueues: 20 } as const;
+
+interface Pending {
+  queueId: string;
+  /** The queue itself is deleted (its entries go), or only some of its templates. */
+  queueDeleted: boolean;
+  templateIds: string[];
+}
+
+async function pendingOf(catalog: D1Database, queueId: string): Promise<Pending | undefined> {
+  const [queue, templates] = await catalog.batch([
+    catalog.prepare("SELECT deleted_at FROM annotation_queues WHERE id = ?1").bind(queueId),
+    catalog.prepare("SELECT id, deleted_at FROM annotation_queue_templates WHERE queue_id = ?1").bind(queueId),
+  ]);
+  const row = queue?.results[0] as { deleted_at: number | null } | undefined;
+  if (!row) return undefined;
+  const queueDeleted = row.deleted_at !== null;
+  // A deleted queue takes the ratings of all its templates; a live one those of its deleted templates.
+  const purged = ((templates?.results ?? []) as { id: string; deleted_at: number | null }[]).filter((t) => queueDeleted || t.deleted_at !== null);
+  return { queueId, queueDeleted, templateIds: purged.map((t) => t.id) };
+}
+
+/** The shard that holds the project's records (read afresh: a move may have changed it). */
+async function shardOf(env: Env, projectId: string): Promise<string | undefined> {
+  const row = await env.DB.prepare(`SELECT coalesce(shard, '${CATALOG_SHARD}') AS shard FROM projects WHERE id = ?1`).bind(projectId).first<{ shard: string }>();
+  return row?.shard;
+}
+
+/**
+ * Removes up to `maxChunks` chunks of what the queue's deletion (or its templates' deletions)
+ * leaves on the shards; drops the catalog rows once nothing is left. Answers the chunks used and
+ * whether everything is gone.
+ */
+export async function purgeQueue(env: Env, queueId: string, maxChunks: number): Promise<{ chunks: number; done: boolean }> {
+  const catalog = env.DB;
+  const pending = await pendingOf(catalog, queueId);
+  if (!pending) return { chunks: 0, done: true };
+  const { results: projects } = await catalog.prepare("SELECT project_id FROM annotation_queue_projects WHERE queue_id = ?1").bind(queueId).all<{ project_id: string }>();
+  let chunks = 0;
+  for (const { project_id: projectId } of projects) {
+    const shard = await shardOf(env, projectId);
+    if (shard === undefined) continue;
+    const db = shardDatabase(env, shard);
+    let projectDone = false;
+    while (chunks < maxChunks) {
+      chunks += 1;
+      const statements = [
+        ...(pending.queueDeleted ? [purgeEntriesChunkStatement(db, queueId, projectId, ENTRY_CHUNK)] : []),
+        ...(pending.templateIds.length > 0 ? [purgeRatingsChunkStatement(db, projectId, pending.templateIds, ENTRY_CHUNK)] : []),
+      ];
+      if (statements.length === 0) {
+        projectDone = true;
+        break;
+      }
+      const results = await db.batch(statements);
+      if (results.every((result) => (result.meta.changes ?? 0) < ENTRY_CHUNK)) {
+        projectDone = true;
+        break;
+      }
+    }
+    if (!projectDone) return { chunks, done: false };
+    if (pending.queueDeleted) {
+      await catalog.prepare("DELETE FROM annotation_queue_projects WHERE queue_id = ?1 AND project_id = ?2").bind(queueId, projectId).run();
+    }
+  }
+  // Everything the deletions left on the shards is gone: the catalog rows can go.
+  if (pending.queueDeleted) {
+    await catalog.batch([
+      catalog.prepare("DELETE FROM annotation_queue_templates WHERE queue_id = ?1").bind(queueId),
+      catalog.prepare("DELETE FROM annotation_queue_users WHERE queue_id = ?1").bind(queueId),
+      catalog.prepare("DELETE FROM annotation_queue_projects WHERE queue_id = ?1").bind(queueId),
+      catalog.prepare("DELETE FROM annotation_queues WHERE id = ?1 AND deleted_at IS NOT NULL").bind(queueId),
+    ]);
+  } else if (pending.templateIds.length > 0) {
+    await catalog.prepare("DELETE FROM annotation_queue_templates WHERE queue_id = ?1 AND deleted_at IS NOT NULL AND id IN (SELECT value FROM json_each(?2))").bind(queueId, JSON.stringify(pending.templateIds)).run();
+  }
+  return { chunks, done: true };
+}
+
+/** The maintenance's share: queues (and queue templates) whose deletion a request left unfinished. */
+export async function purgeDeletedQueues(env: Env): Promise<{ queues: number; complete: boolean }> {
+  const { results } = await env.DB.prepare(
+    `SELECT id FROM annotation_queues WHERE deleted_at IS NOT NULL
+     UNION SELECT queue_id FROM annotation_queue_templates WHERE deleted_at IS NOT NULL LIMIT ?1`,
+  )
+    .bind(QUEUE_DELETION.maintenanceQueues)
+    .all<{ id: string }>();
+  let budget: number = QUEUE_DELETION.maintenanceChunks;
+  let finished = 0;
+  for (const { id } of results) {
+    if (budget <= 0) break;
+    const outcome = await purgeQueue(env, id, budget);
+    budget -= outcome.chunks;
+    if (outcome.done) finished += 1;
+  }
+  return { queues: finished, complete: finished === results.length && results.length < QUEUE_DELETION.maintenanceQueues };
+}

@@ -1,0 +1,107 @@
+/**
+ * A queue's entries on one project's shard (annotation_queue_entries; docs/annotations.md,
+ * "Annotation queues"): each lists one record of the project in the queue, with its position in
+ * the queue's "as added" order (`seq`, reserved in the catalog). Every list travels as one
+ * json_each(?) parameter; every statement is confined to one queue and one project.
+ */
+import { type SQL, sql } from "drizzle-orm";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import type { RecordFamily } from "../columns/standard-columns";
+import { compileFilter } from "../search/compile-filter-tree";
+import type { FilterNode } from "../search/search-query";
+import { familyKeyOf, from, r } from "../search/search-tables";
+import { SqlParamPack } from "../search/sql-param-pack";
+
+/** Records a chunk of an add or a removal touches (one statement each). */
+export const ENTRY_CHUNK = 1000;
+
+const dialect = new SQLiteAsyncDialect();
+
+/**
+ * Adds the project's records with these ids (of the run, when given) to the queue at positions
+ * firstSeq + index; an id already in the queue is skipped. RETURNING the ids added.
+ */
+export function addIdsStatement(db: D1Database, queueId: string, projectId: string, runId: string | null, ids: readonly string[], firstSeq: number, now: number): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO annotation_queue_entries (record_rid, queue_id, seq, project_id, record_id, added_at)
+       SELECT r.rid, ?1, ?5 + j.key, r.project_id, r.id, ?6 FROM json_each(?4) AS j
+         JOIN records AS r ON r.project_id = ?2 AND r.id = j.value
+       WHERE ?3 IS NULL OR r.run_id = ?3
+       ON CONFLICT DO NOTHING
+       RETURNING record_id`,
+    )
+    .bind(queueId, projectId, runId, JSON.stringify(ids), firstSeq, now);
+}
+
+/** Which of these ids the queue already lists from this project (served by the unique index). */
+export function listedIdsStatement(db: D1Database, queueId: string, projectId: string, ids: readonly string[]): D1PreparedStatement {
+  return db
+    .prepare(`SELECT record_id FROM annotation_queue_entries WHERE queue_id = ?1 AND record_id IN (SELECT value FROM json_each(?3)) AND project_id = ?2`)
+    .bind(queueId, projectId, JSON.stringify(ids));
+}
+
+export interface KeysetCursor {
+  createdAt: number;
+  id: string;
+}
+
+/**
+ * The next chunk of the run's records of `family` that match `filter`, in native order (created_at
+ * then id, descending) after `after`: their ids and the key of the last, for the next chunk.
+ */
+export function filterChunkStatement(db: D1Database, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number): D1PreparedStatement {
+  const pack = new SqlParamPack();
+  const keyset = after
+    ? sql` AND (${r.createdAt} < ${pack.value(after.createdAt)} OR (${r.createdAt} = ${pack.value(after.createdAt)} AND ${r.id} < ${pack.value(after.id)}))`
+    : sql``;
+  const statement: SQL = sql`SELECT ${r.id} AS "id", ${r.createdAt} AS "created_at" FROM ${from(r)} WHERE ${r.familyKey} = ${familyKeyOf(pack.value(runId), pack.value(family))} AND ${r.projectId} = ${pack.value(projectId)}${keyset} AND ${compileFilter(filter, pack)} ORDER BY ${r.createdAt} DESC, ${r.id} DESC LIMIT ${pack.value(limit)}`;
+  return db.prepare(dialect.sqlToQuery(statement).sql).bind(pack.toParameter());
+}
+
+/** Removes these records of the project from the queue; RETURNING the ids removed. */
+export function removeIdsStatement(db: D1Database, queueId: string, projectId: string, ids: readonly string[]): D1PreparedStatement {
+  return db
+    .prepare(`DELETE FROM annotation_queue_entries WHERE queue_id = ?1 AND project_id = ?2 AND record_id IN (SELECT value FROM json_each(?3)) RETURNING record_id`)
+    .bind(queueId, projectId, JSON.stringify(ids));
+}
+
+/**
+ * Removes up to `limit` of the queue's records of the project that match `filter` (a chunk);
+ * RETURNING the ids removed.
+ */
+export function removeMatchingStatement(db: D1Database, queueId: string, projectId: string, family: RecordFamily, filter: FilterNode, limit: number): D1PreparedStatement {
+  const pack = new SqlParamPack();
+  const statement = sql`DELETE FROM "annotation_queue_entries" WHERE ("record_rid", "queue_id") IN (SELECT "e"."record_rid", "e"."queue_id" FROM "annotation_queue_entries" AS "e" CROSS JOIN ${from(r)} ON ${r.rid} = "e"."record_rid" WHERE "e"."queue_id" = ${pack.value(queueId)} AND "e"."project_id" = ${pack.value(projectId)} AND ${r.recordType} = ${pack.value(family)} AND ${compileFilter(filter, pack)} LIMIT ${pack.value(limit)}) RETURNING "record_id"`;
+  return db.prepare(dialect.sqlToQuery(statement).sql).bind(pack.toParameter());
+}
+
+/** The queue's records of the project (of `family` matching `filter`, when given), counted. */
+export function countMatchingStatement(db: D1Database, queueId: string, projectId: string, filter: { family: RecordFamily; node: FilterNode } | null): D1PreparedStatement {
+  const pack = new SqlParamPack();
+  const where = filter ? sql` AND ${r.recordType} = ${pack.value(filter.family)} AND ${compileFilter(filter.node, pack)}` : sql``;
+  const join = filter ? sql` CROSS JOIN ${from(r)} ON ${r.rid} = "e"."record_rid"` : sql``;
+  const statement = sql`SELECT count(*) AS "n" FROM "annotation_queue_entries" AS "e"${join} WHERE "e"."queue_id" = ${pack.value(queueId)} AND "e"."project_id" = ${pack.value(projectId)}${where}`;
+  return db.prepare(dialect.sqlToQuery(statement).sql).bind(pack.toParameter());
+}
+
+/** Removes up to `limit` of the queue's entries of the project (deleting a queue, in chunks). */
+export function purgeEntriesChunkStatement(db: D1Database, queueId: string, projectId: string, limit: number): D1PreparedStatement {
+  return db
+    .prepare(
+      `DELETE FROM annotation_queue_entries WHERE (record_rid, queue_id) IN (
+         SELECT record_rid, queue_id FROM annotation_queue_entries WHERE queue_id = ?1 AND project_id = ?2 LIMIT ?3)`,
+    )
+    .bind(queueId, projectId, limit);
+}
+
+/** Removes up to `limit` ratings made with these (deleted) queue templates on the project's records. */
+export function purgeRatingsChunkStatement(db: D1Database, projectId: string, templateIds: readonly string[], limit: number): D1PreparedStatement {
+  return db
+    .prepare(
+      `DELETE FROM annotation_ratings WHERE (record_rid, template_id, annotator_id) IN (
+         SELECT record_rid, template_id, annotator_id FROM annotation_ratings
+         WHERE template_id IN (SELECT value FROM json_each(?2)) AND project_id = ?1 LIMIT ?3)`,
+    )
+    .bind(projectId, JSON.stringify(templateIds), limit);
+}

@@ -1,0 +1,343 @@
+/**
+ * A queue's records (contract section 8, "Queues"): adding them by ids or by a filter tree,
+ * removing, counting, the queue's partial_search, one record, rating inside the queue, and the
+ * queue's details. Entries live on each record's shard (docs/annotations.md, "Annotation
+ * queues"); the queue's projects (catalog) say which shards to reach.
+ *
+ * Adding is bounded work per statement, done in the request: ENTRY_CHUNK records a statement
+ * (a read of the next chunk of matches, then one insert), so 100,000 records are 100 chunks of
+ * about three queries, well within a request's 1,000 D1 queries, and a search on the same shard
+ * waits at most one chunk between two statements. Doing it in the request (rather than as a
+ * queued job) answers Galileo's clients the exact `num_records_added` they expect, and a retried
+ * request adds nothing twice (an entry already there is skipped).
+ */
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import { microsToIso, nowMicros } from "../db/client";
+import type { AppEnv } from "../http/app-env";
+import { commonErrorResponses, ErrorDetail, Uuid } from "../http/common-schemas";
+import type { Router } from "../http/create-router";
+import { RequestValidationError, notFound } from "../http/errors";
+import { onProjectShard, ProjectNotOnShardError } from "../shards/project-shard";
+import { projectStateStatement, readableHere } from "../shards/shard-membership";
+import { readOnShard, writeOnShard } from "../annotations/annotation-shard";
+import { checkRating, isFault, MAX_TEXT_RATING } from "../annotations/rating-values";
+import type { RecordFamily } from "../columns/standard-columns";
+import { ANNOTATION_TYPES } from "../db/schema";
+import { bindAnnotationColumns } from "../search/bind-annotation-columns";
+import { normalizeFilters, normalizeSearchRequest } from "../search/normalize-search-request";
+import type { FilterNode, SearchQuery } from "../search/search-query";
+import { PartialSearchRequestSchema, SearchResponseSchema } from "../search/search-schemas";
+import { addIdsStatement, countMatchingStatement, ENTRY_CHUNK, filterChunkStatement, type KeysetCursor, listedIdsStatement, removeIdsStatement, removeMatchingStatement } from "./queue-entries";
+import { queueDetails } from "./queue-progress";
+import { queueScope } from "./queue-routes";
+import { AddRecordsRequest, CountRecordsRequest, QueueIdParam, QueueRecordPath, QUEUE_LIMITS, RemoveRecordsRequest } from "./queue-schemas";
+import { queuePage } from "./queue-search";
+import { definitionOfQueueTemplate, queueFor, queueProjects, queueTemplateStatement, type QueueTemplateRow, reserveSeq } from "./queue-store";
+
+const TAGS = ["Annotation queues"];
+const json = <T extends z.ZodType>(schema: T, description: string) => ({ content: { "application/json": { schema } }, description });
+const body = <T extends z.ZodType>(schema: T) => ({ body: { content: { "application/json": { schema } }, required: true } });
+const forbidden = { 403: json(ErrorDetail, "The caller's role in the queue does not allow this") };
+
+const Rating = z.object({ annotation_type: z.enum(ANNOTATION_TYPES), value: z.unknown() });
+const RatingCreate = z.object({ rating: Rating, explanation: z.string().max(MAX_TEXT_RATING).nullable().optional() }).openapi("AnnotationQueueRatingCreate");
+const RatingDB = z.object({ rating: Rating, explanation: z.string().nullable(), created_at: z.string(), created_by: z.string() });
+const RatingQuery = z.object({ annotation_template_id: Uuid.openapi({ param: { name: "annotation_template_id", in: "query" } }) });
+
+const routes = {
+  add: createRoute({
+    method: "post",
+    path: "/annotation_queues/{queue_id}/records",
+    tags: TAGS,
+    summary: "Add records of a run to the queue, by ids or by a filter tree",
+    description: `At most ${QUEUE_LIMITS.maxRecordsPerAdd} records: a filter adds its first ${QUEUE_LIMITS.maxRecordsPerAdd} matches in native order. A record already in the queue is skipped.`,
+    request: { params: QueueIdParam, ...body(AddRecordsRequest) },
+    responses: { 200: json(z.object({ num_records_added: z.number().int() }), "How many were added"), ...forbidden, ...commonErrorResponses },
+  }),
+  remove: createRoute({
+    method: "post",
+    path: "/annotation_queues/{queue_id}/records/remove",
+    tags: TAGS,
+    summary: "Remove records from the queue, by ids or by a filter tree",
+    request: { params: QueueIdParam, ...body(RemoveRecordsRequest) },
+    responses: { 200: json(z.object({ num_records_removed: z.number().int() }), "How many were removed"), ...forbidden, ...commonErrorResponses },
+  }),
+  count: createRoute({
+    method: "post",
+    path: "/annotation_queues/{queue_id}/records/count",
+    tags: TAGS,
+    summary: "Count the queue's records (matching a filter tree, if given)",
+    request: { params: QueueIdParam, ...body(CountRecordsRequest) },
+    responses: { 200: json(z.object({ count: z.number().int() }), "How many"), ...forbidden, ...commonErrorResponses },
+  }),
+  search: createRoute({
+    method: "post",
+    path: "/annotation_queues/{queue_id}/partial_search",
+    tags: TAGS,
+    summary: "Search the queue's records, in the order they were added",
+    description: "The search body (filters, select_columns, pagination); the order is always as added (`sort` is ignored). Feedback fields are always returned, scoped to the queue's templates and annotators.",
+    request: { params: QueueIdParam, ...body(PartialSearchRequestSchema) },
+    responses: { 200: json(SearchResponseSchema, "One page of the queue's records"), ...forbidden, ...commonErrorResponses },
+  }),
+  record: createRoute({
+    method: "get",
+    path: "/annotation_queues/{queue_id}/records/{record_id}",
+    tags: TAGS,
+    summary: "One record of the queue, with the queue's feedback fields",
+    request: { params: QueueRecordPath },
+    responses: { 200: json(z.record(z.string(), z.unknown()), "The record"), ...forbidden, ...commonErrorResponses },
+  }),
+  rate: createRoute({
+    method: "put",
+    path: "/annotation_queues/{queue_id}/records/{record_id}/rating",
+    tags: TAGS,
+    summary: "Rate a record of the queue with one of the queue's templates",
+    description: "Queue users with role owner, editor or annotator; viewers and others get a 403.",
+    request: { params: QueueRecordPath, query: RatingQuery, ...body(RatingCreate) },
+    responses: { 200: json(RatingDB, "The caller's rating"), ...forbidden, ...commonErrorResponses },
+  }),
+  unrate: createRoute({
+    method: "delete",
+    path: "/annotation_queues/{queue_id}/records/{record_id}/rating",
+    tags: TAGS,
+    summary: "Remove the caller's rating of a record of the queue",
+    request: { params: QueueRecordPath, query: RatingQuery },
+    responses: { 200: json(z.object({ message: z.string() }), "Removed"), ...forbidden, ...commonErrorResponses },
+  }),
+  details: createRoute({
+    method: "get",
+    path: "/annotation_queues/{queue_id}/details",
+    tags: TAGS,
+    summary: "The queue's fully annotated records, aggregates (overall and per annotator) and agreement",
+    request: { params: QueueIdParam },
+    responses: { 200: json(z.record(z.string(), z.unknown()), "Details"), ...forbidden, ...commonErrorResponses },
+  }),
+};
+
+const idsOf = (result: D1Result | undefined) => ((result?.results ?? []) as { record_id: string }[]).map((row) => row.record_id);
+
+/** A record selector's filter tree, checked like a search's (422 at the tree). */
+function selectorFilter(filterTree: unknown, family: RecordFamily): FilterNode {
+  return normalizeFilters({ filter_tree: filterTree, filters: null } as never, family);
+}
+
+/** Which of these ids the queue already lists from its other projects (a record id is listed once). */
+async function listedElsewhere(c: Context<AppEnv>, queueId: string, others: readonly string[], ids: readonly string[]): Promise<Set<string>> {
+  const found = await Promise.all(others.map((projectId) => readOnShard(c, projectId, (db) => [listedIdsStatement(db, queueId, projectId, ids)])));
+  return new Set(found.flatMap(([result]) => idsOf(result)));
+}
+
+/** Adds these ids (in this order) of the project's run; answers how many were added. */
+async function addIds(c: Context<AppEnv>, queueId: string, projectId: string, runId: string, others: readonly string[], ids: readonly string[]): Promise<number> {
+  const skip = others.length > 0 ? await listedElsewhere(c, queueId, others, ids) : new Set<string>();
+  const fresh = ids.filter((id) => !skip.has(id));
+  if (fresh.length === 0) return 0;
+  const firstSeq = await reserveSeq(c.env.DB, queueId, fresh.length);
+  const [added] = await writeOnShard(c, projectId, (db) => [addIdsStatement(db, queueId, projectId, runId, fresh, firstSeq, nowMicros())]);
+  return idsOf(added).length;
+}
+
+/** Reads the next chunk of the run's matches, in native order after `after`. */
+async function matchesChunk(c: Context<AppEnv>, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number) {
+  return onProjectShard(c, projectId, "read", async ({ db }) => {
+    await bindAnnotationColumns(db, projectId, { filter, sort: null } as unknown as SearchQuery);
+    const [state, rows] = await db.batch([projectStateStatement(db, projectId), filterChunkStatement(db, projectId, runId, family, filter, after, limit)]);
+    if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+    return (rows?.results ?? []) as { id: string; created_at: number }[];
+  });
+}
+
+/** The queue's record with this id: the project that lists it, if any. */
+async function projectListing(c: Context<AppEnv>, queueId: string, recordId: string): Promise<string | undefined> {
+  const projects = await queueProjects(c.env.DB, queueId);
+  const found = await Promise.all(projects.map((projectId) => readOnShard(c, projectId, (db) => [listedIdsStatement(db, queueId, projectId, [recordId])]).then(([result]) => (idsOf(result).length > 0 ? projectId : undefined))));
+  return found.find((p) => p !== undefined);
+}
+
+function queueSearchQuery(body: z.infer<typeof PartialSearchRequestSchema>): SearchQuery {
+  const query = normalizeSearchRequest({ ...body, sort: null }, "trace", "partial");
+  return { ...query, projection: { ...query.projection, feedback: true } };
+}
+
+async function queueTemplate(c: Context<AppEnv>, queueId: string, templateId: string) {
+  const row = await queueTemplateStatement(c.env.DB, queueId, templateId).first<QueueTemplateRow>();
+  if (!row) throw notFound("Annotation template");
+  return definitionOfQueueTemplate(row);
+}
+
+const RATE = `
+INSERT INTO annotation_ratings (record_rid, template_id, annotator_id, project_id, record_id, family_key, record_created_at, value, num_value, explanation, created_at, updated_at)
+SELECT r.rid, ?4, ?5, r.project_id, r.id, r.family_key, r.created_at, ?6, ?7, ?8, ?9, ?9
+FROM annotation_queue_entries AS e CROSS JOIN records AS r ON r.rid = e.record_rid
+WHERE e.queue_id = ?1 AND e.project_id = ?2 AND e.record_id = ?3
+ON CONFLICT (record_rid, template_id, annotator_id) DO UPDATE SET
+  value = excluded.value, num_value = excluded.num_value, explanation = excluded.explanation, updated_at = excluded.updated_at
+RETURNING record_id`;
+
+const READ_RATING = `
+SELECT a.value, a.explanation, a.created_at, a.annotator_id FROM annotation_queue_entries AS e
+JOIN annotation_ratings AS a ON a.record_rid = e.record_rid AND a.template_id = ?4 AND a.annotator_id = ?5
+WHERE e.queue_id = ?1 AND e.project_id = ?2 AND e.record_id = ?3`;
+
+const UNRATE = `
+DELETE FROM annotation_ratings WHERE template_id = ?4 AND annotator_id = ?5
+  AND record_rid IN (SELECT record_rid FROM annotation_queue_entries WHERE queue_id = ?1 AND project_id = ?2 AND record_id = ?3)
+RETURNING record_id`;
+
+export function registerAnnotationQueueRecords(app: Router): void {
+  app.openapi(routes.add, async (c) => {
+    const { queue_id } = c.req.valid("param");
+    const input = c.req.valid("json");
+    const db = c.env.DB;
+    const queue = await queueFor(db, c.get("principal"), queue_id, "update");
+    const selector = input.record_selector;
+    const filter = selector.type === "filter_tree" ? selectorFilter(selector.filter_tree, selector.record_type) : null;
+    // The project is the caller's (a 404 otherwise) and the run the project's: checked on the
+    // project's shard by every statement below (records of the run and project only).
+    await onProjectShard(c, input.project_id, "read", async () => undefined);
+    await db.prepare("INSERT OR IGNORE INTO annotation_queue_projects (queue_id, project_id, added_at) VALUES (?1, ?2, ?3)").bind(queue.id, input.project_id, nowMicros()).run();
+    const others = (await queueProjects(db, queue.id)).filter((p) => p !== input.project_id);
+    let added = 0;
+    if (selector.type === "record_ids") {
+      const ids = [...new Set(selector.record_ids)];
+      for (let start = 0; start < ids.length; start += ENTRY_CHUNK) {
+        added += await addIds(c, queue.id, input.project_id, input.run_id, others, ids.slice(start, start + ENTRY_CHUNK));
+      }
+    } else {
+      let after: KeysetCursor | null = null;
+      for (let seen = 0; seen < QUEUE_LIMITS.maxRecordsPerAdd; ) {
+        const chunk = await matchesChunk(c, input.project_id, input.run_id, selector.record_type, filter!, after, Math.min(ENTRY_CHUNK, QUEUE_LIMITS.maxRecordsPerAdd - seen));
+        if (chunk.length === 0) break;
+        seen += chunk.length;
+        added += await addIds(c, queue.id, input.project_id, input.run_id, others, chunk.map((row) => row.id));
+        const last = chunk[chunk.length - 1]!;
+        after = { createdAt: last.created_at, id: last.id };
+        if (chunk.length < ENTRY_CHUNK) break;
+      }
+    }
+    return c.json({ num_records_added: added }, 200);
+  });
+
+  app.openapi(routes.remove, async (c) => {
+    const { queue_id } = c.req.valid("param");
+    const { record_selector: selector } = c.req.valid("json");
+    const queue = await queueFor(c.env.DB, c.get("principal"), queue_id, "update");
+    const filter = selector.type === "filter_tree" ? selectorFilter(selector.filter_tree, selector.record_type) : null;
+    const projects = await queueProjects(c.env.DB, queue.id);
+    const removed = await Promise.all(
+      projects.map(async (projectId) => {
+        let n = 0;
+        if (selector.type === "record_ids") {
+          const ids = [...new Set(selector.record_ids)];
+          for (let start = 0; start < ids.length; start += ENTRY_CHUNK) {
+            const [result] = await writeOnShard(c, projectId, (db) => [removeIdsStatement(db, queue.id, projectId, ids.slice(start, start + ENTRY_CHUNK))]);
+            n += idsOf(result).length;
+          }
+          return n;
+        }
+        // By filter: ENTRY_CHUNK a statement until a chunk comes back short.
+        for (let chunk = 0; chunk * ENTRY_CHUNK < QUEUE_LIMITS.maxRecordsPerAdd; chunk++) {
+          const removedNow = await onProjectShard(c, projectId, "write", async ({ db }) => {
+            await bindAnnotationColumns(db, projectId, { filter, sort: null } as unknown as SearchQuery);
+            return idsOf(await removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, filter!, ENTRY_CHUNK).run()).length;
+          });
+          n += removedNow;
+          if (removedNow < ENTRY_CHUNK) break;
+        }
+        return n;
+      }),
+    );
+    return c.json({ num_records_removed: removed.reduce((a, b) => a + b, 0) }, 200);
+  });
+
+  app.openapi(routes.count, async (c) => {
+    const { queue_id } = c.req.valid("param");
+    const input = c.req.valid("json");
+    const queue = await queueFor(c.env.DB, c.get("principal"), queue_id, "read");
+    const filter = input.filter_tree === undefined || input.filter_tree === null ? null : { family: input.record_type, node: selectorFilter(input.filter_tree, input.record_type) };
+    const projects = await queueProjects(c.env.DB, queue.id);
+    const counts = await Promise.all(
+      projects.map((projectId) =>
+        onProjectShard(c, projectId, "read", async ({ db }) => {
+          if (filter) await bindAnnotationColumns(db, projectId, { filter: filter.node, sort: null } as unknown as SearchQuery);
+          const [state, result] = await db.batch([projectStateStatement(db, projectId), countMatchingStatement(db, queue.id, projectId, filter)]);
+          if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+          return Number((result?.results[0] as { n: number } | undefined)?.n ?? 0);
+        }),
+      ),
+    );
+    return c.json({ count: counts.reduce((a, b) => a + b, 0) }, 200);
+  });
+
+  app.openapi(routes.search, async (c) => {
+    const { queue_id } = c.req.valid("param");
+    const query = queueSearchQuery(c.req.valid("json"));
+    const queue = await queueFor(c.env.DB, c.get("principal"), queue_id, "read");
+    const { records, paginated } = await queuePage(c, await queueScope(c, queue), query);
+    const last = records[records.length - 1];
+    return c.json(
+      {
+        records,
+        num_rows: records.length,
+        num_records: records.length,
+        starting_token: query.offset,
+        limit: query.limit,
+        paginated,
+        next_starting_token: paginated ? query.offset + records.length : null,
+        last_row_id: last ? String(last.id) : null,
+      },
+      200,
+    );
+  });
+
+  app.openapi(routes.record, async (c) => {
+    const { queue_id, record_id } = c.req.valid("param");
+    const queue = await queueFor(c.env.DB, c.get("principal"), queue_id, "read");
+    const query = queueSearchQuery({});
+    const { records } = await queuePage(c, await queueScope(c, queue), { ...query, limit: 1 }, record_id);
+    if (records.length === 0) throw notFound("Record");
+    return c.json(records[0]!, 200);
+  });
+
+  app.openapi(routes.rate, async (c) => {
+    const { queue_id, record_id } = c.req.valid("param");
+    const { annotation_template_id } = c.req.valid("query");
+    const input = c.req.valid("json");
+    const principal = c.get("principal");
+    const queue = await queueFor(c.env.DB, principal, queue_id, "record_annotation");
+    const template = await queueTemplate(c, queue.id, annotation_template_id);
+    const checked = checkRating(template, input.rating, ["body", "rating"]);
+    if (isFault(checked)) throw new RequestValidationError([checked]);
+    const projectId = await projectListing(c, queue.id, record_id);
+    if (!projectId) throw notFound("Record");
+    const params = [queue.id, projectId, record_id, template.id, principal.userId] as const;
+    const [written, read] = await writeOnShard(c, projectId, (db) => [
+      db.prepare(RATE).bind(...params, checked.json, checked.num, input.explanation ?? null, nowMicros()),
+      db.prepare(READ_RATING).bind(...params),
+    ]);
+    const row = (read?.results ?? [])[0] as { value: string; explanation: string | null; created_at: number; annotator_id: string } | undefined;
+    if ((written?.results.length ?? 0) === 0 || !row) throw notFound("Record");
+    return c.json(
+      { rating: { annotation_type: template.annotationType, value: JSON.parse(row.value) as unknown }, explanation: row.explanation, created_at: microsToIso(row.created_at), created_by: row.annotator_id } as never,
+      200,
+    );
+  });
+
+  app.openapi(routes.unrate, async (c) => {
+    const { queue_id, record_id } = c.req.valid("param");
+    const { annotation_template_id } = c.req.valid("query");
+    const principal = c.get("principal");
+    const queue = await queueFor(c.env.DB, principal, queue_id, "record_annotation");
+    const projectId = await projectListing(c, queue.id, record_id);
+    if (!projectId) throw notFound("Rating");
+    const [deleted] = await writeOnShard(c, projectId, (db) => [db.prepare(UNRATE).bind(queue.id, projectId, record_id, annotation_template_id, principal.userId)]);
+    if ((deleted?.results.length ?? 0) === 0) throw notFound("Rating");
+    return c.json({ message: "The rating was removed." }, 200);
+  });
+
+  app.openapi(routes.details, async (c) => {
+    const queue = await queueFor(c.env.DB, c.get("principal"), c.req.valid("param").queue_id, "read");
+    return c.json(await queueDetails(c, await queueScope(c, queue)), 200);
+  });
+}
