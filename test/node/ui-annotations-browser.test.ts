@@ -154,19 +154,19 @@ describe("annotations in the explorer", () => {
     await admin.goto(runPath("traces", `?open=${traceId}`));
     const panel = admin.getByTestId("ratings-panel");
     await panel.waitFor();
-    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("👍 1 · 👎 0 · 1 rating");
+    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("1 like · 0 dislikes · 1 rating");
     expect(await block(admin, "Quality").getByText("How good is the answer overall?").count()).toBe(1);
 
     // Mouse: a dislike is saved at once; the aggregate and agreement are the service's.
     await block(admin, "Helpful").getByRole("button", { name: "Dislike" }).click();
-    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("👍 1 · 👎 1 · 2 ratings · 0% agreement");
+    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("1 like · 1 dislike · 2 ratings · 0% agreement");
     const afterDislike = await record("traces", traceId);
     expect(afterDislike.annotation_aggregates[helpful].aggregate).toMatchObject({ like_count: 1, dislike_count: 1, tie_count: 1 });
     expect(afterDislike.annotation_agreement[helpful]).toBe(0);
-    expect(await block(admin, "Helpful").getByRole("listitem").allTextContents()).toEqual(expect.arrayContaining(["you 👎 dislike"]));
+    expect(await block(admin, "Helpful").getByRole("listitem").allTextContents()).toEqual(expect.arrayContaining(["you dislike"]));
     // Changing it: a like replaces the dislike (one rating per user).
     await block(admin, "Helpful").getByRole("button", { name: "Like", exact: true }).click();
-    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("👍 2 · 👎 0 · 2 ratings · 100% agreement");
+    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("2 likes · 0 dislikes · 2 ratings · 100% agreement");
     expect(await block(admin, "Helpful").getByRole("button", { name: "Like", exact: true }).getAttribute("aria-pressed")).toBe("true");
 
     // Keyboard: Tab from the first star to the fourth, an explanation, Enter on Save.
@@ -210,6 +210,7 @@ describe("annotations in the explorer", () => {
     await block(admin, "Topic").getByLabel("Topic: choice").selectOption({ label: "Account › Login" });
     await block(admin, "Topic").getByRole("button", { name: "Save" }).click();
     await expect.poll(() => block(admin, "Topic").getByRole("listitem").textContent()).toBe("you Account › Login");
+    expect(await aggregateOf(admin, "Topic")).toBe("Account › Login 1 · 1 rating");
     await block(admin, "Notes").getByLabel("Notes: text").fill("Quoted the refund policy correctly.");
     await block(admin, "Notes").getByRole("button", { name: "Save" }).click();
     await expect.poll(() => aggregateOf(admin, "Notes")).toBe("1 note · 1 rating");
@@ -222,11 +223,12 @@ describe("annotations in the explorer", () => {
       [templates.topic!.id]: { feedback_type: "tree_choice", value: "acct-login" },
       [templates.notes!.id]: { feedback_type: "text", value: "Quoted the refund policy correctly." },
     });
+    await panel.evaluate((element) => element.scrollIntoView({ block: "start" }));
     await shot(admin, "annotation-ratings");
 
     // Removing one's own rating: the member's stays.
     await block(admin, "Helpful").getByRole("button", { name: "Remove my rating" }).click();
-    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("👍 1 · 👎 0 · 1 rating");
+    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("1 like · 0 dislikes · 1 rating");
     expect(Object.keys((await record("traces", traceId)).annotations[helpful])).toEqual([await memberId()]);
   });
 
@@ -235,7 +237,7 @@ describe("annotations in the explorer", () => {
     await admin.goto(runPath("spans", `?open=${span.trace_id}&span=${span.id}`));
     await admin.getByTestId("record-detail").filter({ hasText: span.id }).waitFor();
     await block(admin, "Helpful").getByRole("button", { name: "Dislike" }).click();
-    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("👍 0 · 👎 1 · 1 rating");
+    await expect.poll(() => aggregateOf(admin, "Helpful")).toBe("0 likes · 1 dislike · 1 rating");
     expect((await record("spans", span.id)).annotations[templates.helpful!.id]).toEqual({ [server.demo.user_id]: { annotation_type: "like_dislike", value: false, explanation: null } });
 
     const [session] = (await api("POST", `${projectPath()}/sessions/partial_search`, { log_stream_id: server.demo.log_stream_id })).body.records;
@@ -265,7 +267,7 @@ describe("annotations in the explorer", () => {
     await admin.getByRole("button", { name: "Done" }).click();
     const header = admin.locator(`th[data-column="annotations/${helpful}"]`);
     await header.waitFor();
-    await expect.poll(() => admin.locator(`tr[data-id="${traceIds[3]}"] [data-testid="annotation-cell"]`).textContent()).toBe("👍 2 · 👎 0");
+    await expect.poll(() => admin.locator(`tr[data-id="${traceIds[3]}"] [data-testid="annotation-cell"]`).textContent()).toBe("2 likes · 0 dislikes");
 
     // Sorted by the like share, as the API sorts.
     await header.getByRole("button").click();
@@ -289,6 +291,11 @@ describe("annotations in the explorer", () => {
     const disliked = await searchIds("traces", { filter_tree: tree });
     expect(new Set(disliked)).toEqual(new Set([traceIds[1], traceIds[2]]));
     await expect.poll(() => rowIds(admin)).toEqual(disliked);
+    // The screenshot: a few columns, the annotation ones among them, the same filter.
+    const narrow = new URL(admin.url());
+    narrow.searchParams.set("cols", ["name", "output", `annotations/${helpful}`, `annotations/${templates.quality!.id}`, "created_at"].join(","));
+    await admin.goto(narrow.pathname + narrow.search);
+    await expect.poll(() => admin.locator(`tr[data-id="${traceIds[1]}"] [data-testid="annotation-cell"]`).textContent()).toBe("0 likes · 1 dislike");
     await shot(admin, "annotation-filter");
 
     // Fully annotated by me: the first trace is rated with every template but Helpful (removed),
@@ -340,7 +347,7 @@ describe("an annotation queue in the explorer", () => {
 
     // Keys: l likes with the thumbs template, 4 gives four stars with the star template.
     await admin.keyboard.press("l");
-    await expect.poll(() => aggregateOf(admin, "Correct")).toBe("👍 1 · 👎 0 · 1 rating");
+    await expect.poll(() => aggregateOf(admin, "Correct")).toBe("1 like · 0 dislikes · 1 rating");
     await admin.keyboard.press("4");
     await expect.poll(() => aggregateOf(admin, "Tone")).toMatch(/^★ 4 \(1\)/);
     // Rated with every template of the queue: one record done.
@@ -353,7 +360,7 @@ describe("an annotation queue in the explorer", () => {
     await expect.poll(shown).toBe(order[1]);
     expect(new URL(admin.url()).searchParams.get("at")).toBe("2");
     await admin.keyboard.press("d");
-    await expect.poll(() => aggregateOf(admin, "Correct")).toBe("👍 0 · 👎 1 · 1 rating");
+    await expect.poll(() => aggregateOf(admin, "Correct")).toBe("0 likes · 1 dislike · 1 rating");
     await block(admin, "Tone").getByRole("button", { name: "2 stars" }).click();
     await expect.poll(() => admin.getByTestId("my-progress").textContent()).toBe("You: 2 of 3 done (67%)");
     await shot(admin, "annotation-queue");

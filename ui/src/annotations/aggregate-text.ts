@@ -21,21 +21,27 @@ export function ratingCount(aggregate: Aggregate): number {
   }
 }
 
-/** One line: "👍 2 · 👎 1", "★ 4.5 (2)", "avg 7 (3)", "good 2 · bad 1", "2 notes". */
-export function aggregateText(aggregate: Aggregate): string {
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/**
+ * One line: "2 likes · 1 dislike", "★ 4.5 (2)", "avg 7 (3)", "good 2 · bad 1", "2 notes". Words
+ * and plain glyphs rather than emoji: a machine without an emoji font (a server's headless
+ * browser, some Linux desktops) would show empty boxes. `labels` names tree_choice nodes.
+ */
+export function aggregateText(aggregate: Aggregate, labels?: ReadonlyMap<string, string>): string {
   switch (aggregate.annotation_type) {
     case "like_dislike":
-      return `👍 ${aggregate.like_count} · 👎 ${aggregate.dislike_count}`;
+      return `${plural(aggregate.like_count, "like")} · ${plural(aggregate.dislike_count, "dislike")}`;
     case "star":
       return aggregate.average === null ? "no stars" : `★ ${one(aggregate.average)} (${ratingCount(aggregate)})`;
     case "score":
       return aggregate.average === null ? "no scores" : `avg ${one(aggregate.average)} (${ratingCount(aggregate)})`;
     case "text":
-      return `${aggregate.count} ${aggregate.count === 1 ? "note" : "notes"}`;
+      return plural(aggregate.count, "note");
     default:
       return Object.entries(aggregate.counts)
         .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
-        .map(([value, n]) => `${value} ${n}`)
+        .map(([value, n]) => `${labels?.get(value) ?? value} ${n}`)
         .join(" · ");
   }
 }
@@ -58,7 +64,7 @@ export function starsText(n: number): string {
 }
 
 export function valueText(type: AnnotationType, value: RatingValue, labels?: ReadonlyMap<string, string>): string {
-  if (typeof value === "boolean") return value ? "👍 like" : "👎 dislike";
+  if (typeof value === "boolean") return value ? "like" : "dislike";
   if (type === "star" && typeof value === "number") return starsText(value);
   if (Array.isArray(value)) return value.join(", ");
   if (typeof value === "string") return labels?.get(value) ?? value;

@@ -35,6 +35,15 @@ function splitList(text: string): string[] {
   return text.split(",").map((s) => s.trim()).filter(Boolean);
 }
 
+/** A thumb drawn inline (an emoji needs a font some machines lack). */
+function Thumb({ down }: { down: boolean }) {
+  return (
+    <svg class={`thumb${down ? " thumb-down" : ""}`} viewBox="0 0 24 24" width="18" height="18" aria-hidden="true">
+      <path d="M2 10h4v11H2zM8 21h9.2a2 2 0 0 0 2-1.6l1.6-7.4A2 2 0 0 0 18.8 9.6H14l.9-4.3a1.6 1.6 0 0 0-.4-1.5L13.6 3 8 9z" fill="currentColor" />
+    </svg>
+  );
+}
+
 interface InputProps {
   template: AnnotationTemplate;
   value: RatingValue | null;
@@ -52,7 +61,7 @@ function ValueInput({ template, value, onChange, onRate, disabled }: InputProps)
         <span class="thumbs" role="group" aria-label={`${name}: like or dislike`}>
           {([true, false] as const).map((like) => (
             <button key={String(like)} type="button" class="rate-button" aria-pressed={value === like} disabled={disabled} onClick={() => onRate(like)} aria-label={like ? "Like" : "Dislike"} title={like ? "Like" : "Dislike"}>
-              {like ? "👍" : "👎"}
+              <Thumb down={!like} />
             </button>
           ))}
         </span>

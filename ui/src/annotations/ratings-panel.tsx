@@ -55,7 +55,7 @@ export function TemplateRatings({
       <p class="aggregate small" data-testid="aggregate">
         {aggregate ? (
           <>
-            {aggregateText(aggregate)} · {ratings.length} {ratings.length === 1 ? "rating" : "ratings"}
+            {aggregateText(aggregate, labels)} · {ratings.length} {ratings.length === 1 ? "rating" : "ratings"}
             {agreement !== undefined ? ` · ${Math.round(agreement * 100)}% agreement` : ""}
           </>
         ) : (
