@@ -8,6 +8,8 @@ import { LazyDashboard } from "./dashboard/lazy-dashboard";
 import { ProjectLanding } from "./dashboard/project-landing";
 import { Link, navigate, useRoute } from "./routing/navigation";
 import { hrefOf } from "./routing/routes";
+import { QueuePage } from "./annotations/queue-page";
+import { QueuesPage } from "./annotations/queues-page";
 import { ErasePage } from "./views/erase-page";
 import { ErrorNotice } from "./views/error-notice";
 import { ProjectsPage } from "./views/projects-page";
@@ -75,6 +77,9 @@ export function App() {
           <Link href="/" aria-current={route.view === "projects" ? "page" : undefined}>
             Projects
           </Link>
+          <Link href="/annotation-queues" aria-current={route.view === "queues" || route.view === "queue" ? "page" : undefined}>
+            Annotation queues
+          </Link>
           {user?.role === "admin" ? (
             <Link href="/erase" aria-current={route.view === "erase" ? "page" : undefined} data-testid="nav-erase">
               Erase data
@@ -95,6 +100,8 @@ export function App() {
       {route.view === "dashboard" ? <LazyDashboard route={route} /> : null}
       {route.view === "records" ? <RecordsPage route={route} /> : null}
       {route.view === "erase" ? <ErasePage user={user} /> : null}
+      {route.view === "queues" ? <QueuesPage /> : null}
+      {route.view === "queue" ? <QueuePage queueId={route.queueId} at={route.at} /> : null}
       {route.view === "not-found" ? (
         <main class="page">
           <h1>Not found</h1>

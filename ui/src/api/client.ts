@@ -71,11 +71,14 @@ async function send(method: string, path: string, init: { body?: BodyInit; conte
   throw error;
 }
 
-/** A JSON call to an authenticated route. */
-export async function api<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+/**
+ * A JSON call to an authenticated route. A bodiless DELETE is labelled JSON too: the service
+ * refuses any browser write whose body is not labelled JSON (415, src/http/cross-site-requests.ts).
+ */
+export async function api<T>(method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown): Promise<T> {
   const response = await send(method, path, {
     body: body === undefined ? undefined : JSON.stringify(body),
-    contentType: body === undefined ? undefined : "application/json",
+    contentType: method === "GET" ? undefined : "application/json",
     auth: true,
   });
   return (await response.json()) as T;

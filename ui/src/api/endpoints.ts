@@ -31,6 +31,8 @@ export interface SearchOptions {
   limit: number;
   columns: string[] | null;
   includeCounts?: boolean;
+  /** Ratings, aggregates and agreement on each record (the annotation columns' cells). */
+  includeFeedback?: boolean;
 }
 
 function searchBody(run: RunRef, options: Pick<SearchOptions, "filterTree">): Record<string, unknown> {
@@ -42,7 +44,10 @@ export function partialSearch(run: RunRef, family: Family, options: SearchOption
     ...searchBody(run, options),
     pagination: { limit: options.limit, starting_token: options.offset },
     ...(options.sort ? { sort: { column_id: options.sort.column, ascending: options.sort.ascending, sort_type: "column" } } : {}),
-    select_columns: options.columns ? { column_ids: options.columns } : { include_all_metrics: true },
+    select_columns: {
+      ...(options.columns ? { column_ids: options.columns } : { include_all_metrics: true }),
+      ...(options.includeFeedback ? { include_all_feedback: true } : {}),
+    },
     include_counts: options.includeCounts ?? false,
   });
 }

@@ -83,7 +83,8 @@ export type FilterJson =
   | { or: FilterJson[] }
   | { not: FilterJson }
   | { filter: FilterLeafJson }
-  | FilterLeafJson;
+  | FilterLeafJson
+  | { type: "fully_annotated"; user_ids?: string[] };
 
 export interface FilterLeafJson {
   type?: FilterType;

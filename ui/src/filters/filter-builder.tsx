@@ -8,6 +8,8 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import type { ValidationItem } from "../api/client";
 import type { Column, FilterJson, FilterType } from "../api/types";
 import { columnTitle } from "../format/values";
+import { FullyAnnotatedEditor } from "../annotations/fully-annotated-editor";
+import { FULLY_ANNOTATED, fullyAnnotatedLeaf } from "../annotations/fully-annotated-leaf";
 import {
   defaultValue,
   emptyGroup,
@@ -27,6 +29,8 @@ import {
 } from "./filter-model";
 
 const METADATA_PREFIX = "user_metadata.";
+/** The group_label of the annotation columns, where the fully_annotated condition is offered. */
+const ANNOTATIONS_GROUP = "Annotations";
 
 interface Props {
   columns: Column[];
@@ -154,9 +158,11 @@ function ErrorList({ errors }: { errors: readonly string[] | undefined }) {
 
 function LeafEditor({ leaf, ctx }: { leaf: LeafNode; ctx: BuilderContext }) {
   const isMetadata = leaf.column.startsWith(METADATA_PREFIX);
+  const isFullyAnnotated = leaf.column === FULLY_ANNOTATED;
   const column = ctx.byId.get(leaf.column);
   const set = (patch: Partial<LeafNode>) => ctx.change(leaf.id, (n) => ({ ...(n as LeafNode), ...patch }));
   const chooseColumn = (id: string) => {
+    if (id === FULLY_ANNOTATED) return ctx.change(leaf.id, () => fullyAnnotatedLeaf(leaf.id, []));
     const type = typeOfColumn(ctx.byId, id) ?? "text";
     ctx.change(leaf.id, () => ({ ...newLeaf(id, type), id: leaf.id }));
   };
@@ -167,7 +173,9 @@ function LeafEditor({ leaf, ctx }: { leaf: LeafNode; ctx: BuilderContext }) {
   return (
     <div class={`filter-leaf${errors ? " has-error" : ""}`} data-testid="filter-leaf">
       <select aria-label="Column" value={isMetadata ? METADATA_PREFIX : leaf.column} onChange={(e) => chooseColumn(e.currentTarget.value)}>
-        {!column && !isMetadata ? <option value={leaf.column}>{leaf.column}</option> : null}
+        {!column && !isMetadata && (!isFullyAnnotated || !groups.has(ANNOTATIONS_GROUP)) ? (
+          <option value={leaf.column}>{isFullyAnnotated ? "Fully annotated" : leaf.column}</option>
+        ) : null}
         {[...groups].map(([group, columns]) => (
           <optgroup key={group} label={group}>
             {columns.map((c) => (
@@ -175,6 +183,7 @@ function LeafEditor({ leaf, ctx }: { leaf: LeafNode; ctx: BuilderContext }) {
                 {columnTitle(c)}
               </option>
             ))}
+            {group === ANNOTATIONS_GROUP ? <option value={FULLY_ANNOTATED}>Fully annotated</option> : null}
           </optgroup>
         ))}
         <optgroup label="Metadata">
@@ -191,14 +200,20 @@ function LeafEditor({ leaf, ctx }: { leaf: LeafNode; ctx: BuilderContext }) {
           onChange={(e) => set({ column: METADATA_PREFIX + e.currentTarget.value.trim() })}
         />
       ) : null}
-      <select aria-label="Operator" value={leaf.operator} onChange={(e) => set({ operator: e.currentTarget.value, value: defaultValue(leaf.type, e.currentTarget.value) })}>
-        {(operators.includes(leaf.operator) ? operators : [leaf.operator, ...operators]).map((op) => (
-          <option key={op} value={op}>
-            {OPERATOR_LABELS[op] ?? op}
-          </option>
-        ))}
-      </select>
-      <ValueEditor leaf={leaf} column={column} set={set} />
+      {isFullyAnnotated ? (
+        <FullyAnnotatedEditor userIds={leaf.value as string[]} onChange={(value) => set({ value })} />
+      ) : (
+        <>
+          <select aria-label="Operator" value={leaf.operator} onChange={(e) => set({ operator: e.currentTarget.value, value: defaultValue(leaf.type, e.currentTarget.value) })}>
+            {(operators.includes(leaf.operator) ? operators : [leaf.operator, ...operators]).map((op) => (
+              <option key={op} value={op}>
+                {OPERATOR_LABELS[op] ?? op}
+              </option>
+            ))}
+          </select>
+          <ValueEditor leaf={leaf} column={column} set={set} />
+        </>
+      )}
       {column?.allowed_values ? (
         <datalist id={`allowed-${column.id}`}>
           {column.allowed_values.map((v) => (

@@ -7,6 +7,7 @@
 import type { ValidationItem } from "../api/client";
 import { OPERATORS_BY_TYPE } from "../../../src/search/filter-operators";
 import type { FilterJson, FilterLeafJson, FilterType } from "../api/types";
+import { FULLY_ANNOTATED, fullyAnnotatedJson, fullyAnnotatedLeaf, isFullyAnnotatedJson } from "../annotations/fully-annotated-leaf";
 
 export interface LeafNode {
   kind: "leaf";
@@ -77,7 +78,8 @@ export function defaultValue(type: FilterType, operator: string): unknown {
   return "";
 }
 
-function leafToJson(leaf: LeafNode): FilterLeafJson {
+function leafToJson(leaf: LeafNode): FilterJson {
+  if (leaf.column === FULLY_ANNOTATED) return fullyAnnotatedJson(leaf);
   const json: FilterLeafJson = { type: leaf.type, column_id: leaf.column, operator: leaf.operator, value: leaf.value };
   if (leaf.type === "text" || leaf.type === "collection") json.case_sensitive = leaf.caseSensitive;
   return json;
@@ -103,6 +105,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 const FILTER_TYPES: readonly FilterType[] = ["text", "date", "collection", "number", "id", "boolean"];
 
 function leafFromJson(json: Record<string, unknown>, typeOf: (column: string) => FilterType | undefined, path: string): LeafNode {
+  if (isFullyAnnotatedJson(json)) return fullyAnnotatedLeaf(newId(), json.user_ids);
   const column = typeof json.column_id === "string" ? json.column_id : typeof json.name === "string" ? json.name : undefined;
   if (!column) throw new FilterParseError(`${path}: a leaf needs a column_id`);
   const declared = typeof json.type === "string" && (FILTER_TYPES as readonly string[]).includes(json.type) ? (json.type as FilterType) : undefined;

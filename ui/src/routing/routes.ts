@@ -9,6 +9,8 @@
  *       ?filter=<filter tree JSON>&sort=<column>:<asc|desc>&page=<n>&size=<n>&cols=<id,id>
  *       &open=<trace or session id>&span=<span id>
  *   /erase                                              deletion by metadata (admins)
+ *   /annotation-queues                                  the organization's annotation queues
+ *   /annotation-queues/{qid}?at=<n>                     walking a queue's records, the n-th (1-based)
  *   /sign-in?next=<path>
  *
  * None of these paths is an API route (those are under /v2, or /login, /healthcheck, /docs,
@@ -41,6 +43,8 @@ export type Route =
   /** The query string is the dashboard's own (ui/src/dashboard/dashboard-state.ts). */
   | { view: "dashboard"; projectId: string; kind: RunKind; runId: string; search: string }
   | { view: "erase" }
+  | { view: "queues" }
+  | { view: "queue"; queueId: string; at: number }
   | { view: "not-found"; path: string };
 
 const FAMILIES: readonly Family[] = ["traces", "spans", "sessions"];
@@ -88,6 +92,8 @@ export function parseLocation(pathname: string, search: string): Route {
   if (parts.length === 0) return { view: "projects" };
   if (parts[0] === "sign-in" && parts.length === 1) return { view: "sign-in", next: params.get("next") ?? "/" };
   if (parts[0] === "erase" && parts.length === 1) return { view: "erase" };
+  if (parts[0] === "annotation-queues" && parts.length === 1) return { view: "queues" };
+  if (parts[0] === "annotation-queues" && parts.length === 2) return { view: "queue", queueId: parts[1]!, at: positiveInt(params.get("at"), 1) };
   if (parts[0] === "projects" && parts.length === 2) return { view: "project", projectId: parts[1]! };
   if (parts[0] === "projects" && parts.length === 5) {
     const [, projectId, kind, runId, family] = parts as [string, string, string, string, string];
@@ -129,6 +135,10 @@ export function hrefOf(route: Route): string {
       return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/dashboard${route.search}`;
     case "erase":
       return "/erase";
+    case "queues":
+      return "/annotation-queues";
+    case "queue":
+      return `/annotation-queues/${enc(route.queueId)}${route.at > 1 ? `?at=${route.at}` : ""}`;
     case "not-found":
       return route.path;
   }

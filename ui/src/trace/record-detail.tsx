@@ -1,4 +1,5 @@
 /** Everything about one trace or span: status and error, model and tokens, input, output, metadata, tags, metrics. */
+import type { ComponentChildren } from "preact";
 import type { ApiRecord } from "../api/types";
 import { formatDateTime, formatDurationMs, formatMetric } from "../format/values";
 import { ContentView } from "./content-view";
@@ -11,7 +12,7 @@ function metricUnit(name: string, units: ReadonlyMap<string, string>): string | 
 
 const TOKEN_METRICS = ["num_input_tokens", "num_output_tokens", "num_total_tokens"] as const;
 
-export function RecordDetail({ record, units }: { record: ApiRecord; units: ReadonlyMap<string, string> }) {
+export function RecordDetail({ record, units, children }: { record: ApiRecord; units: ReadonlyMap<string, string>; children?: ComponentChildren }) {
   const metrics = (record.metrics as Record<string, unknown> | undefined) ?? {};
   const metadata = Object.entries((record.user_metadata as Record<string, string> | undefined) ?? {});
   const tags = (record.tags as string[] | undefined) ?? [];
@@ -96,6 +97,7 @@ export function RecordDetail({ record, units }: { record: ApiRecord; units: Read
           </table>
         </section>
       ) : null}
+      {children}
     </article>
   );
 }

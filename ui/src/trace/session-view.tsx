@@ -7,6 +7,7 @@ import { Link } from "../routing/navigation";
 import { emptyTable, hrefOf } from "../routing/routes";
 import { ErrorNotice } from "../views/error-notice";
 import { useApi } from "../views/use-api";
+import { RatingsPanel } from "../annotations/ratings-panel";
 import { ContentView } from "./content-view";
 import { durationMs } from "./span-tree";
 
@@ -54,6 +55,7 @@ export function SessionView({ run, sessionId, onClose }: { run: RunRef; sessionI
             ))}
           </p>
         ) : null}
+        <RatingsPanel projectId={run.projectId} family="sessions" recordId={sessionId} />
         <ol class="session-turns">
           {loaded.data?.traces.map((trace) => {
             const duration = durationMs(trace);

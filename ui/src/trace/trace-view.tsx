@@ -9,6 +9,7 @@ import type { ApiRecord } from "../api/types";
 import { formatDurationMs } from "../format/values";
 import { ErrorNotice } from "../views/error-notice";
 import { useApi } from "../views/use-api";
+import { RatingsPanel } from "../annotations/ratings-panel";
 import { RecordDetail } from "./record-detail";
 import { buildTimeline, type TreeNode, visibleRows } from "./span-tree";
 
@@ -197,7 +198,9 @@ export function TraceView({ run, traceId, spanId, onSelect, onClose, units = new
                 })}
               </div>
             </div>
-            <RecordDetail record={selected.record} units={units} />
+            <RecordDetail record={selected.record} units={units}>
+              <RatingsPanel key={selected.record.id} projectId={run.projectId} family={selected.record.id === traceId ? "traces" : "spans"} recordId={selected.record.id} />
+            </RecordDetail>
           </div>
         ) : null}
       </div>

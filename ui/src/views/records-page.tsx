@@ -6,6 +6,7 @@ import { useEffect, useMemo, useState } from "preact/hooks";
 import { ApiError } from "../api/client";
 import { availableColumns, countRecords, getProject, listRuns, partialSearch, type RunRef } from "../api/endpoints";
 import type { ApiRecord, CountAnswer, Family } from "../api/types";
+import { isAnnotationColumn } from "../annotations/annotation-cell";
 import { FilterBuilder } from "../filters/filter-builder";
 import { columnTitle } from "../format/values";
 import { Link, navigate } from "../routing/navigation";
@@ -89,6 +90,7 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
       limit: table.size,
       columns: requested,
       includeCounts: family !== "spans",
+      includeFeedback: visible.some(isAnnotationColumn),
     }).then((answer) => ({ answer, answeredAt: performance.now() }));
     const count = countRecords(run, family, table.filter).catch(() => null);
     search.then(

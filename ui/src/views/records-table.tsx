@@ -7,6 +7,7 @@
 import { useLayoutEffect, useRef } from "preact/hooks";
 import type { ApiRecord, Column } from "../api/types";
 import { formatDateTime, formatInteger, formatMetric, metricName, summarize, valueOf } from "../format/values";
+import { annotationCell, isAnnotationColumn } from "../annotations/annotation-cell";
 import { ColumnHeader } from "./column-header";
 
 export interface TableColumn {
@@ -28,6 +29,7 @@ interface Props {
 
 /** A cell, rendered as a plain call rather than a component: a page holds a thousand of them. */
 function cell(record: ApiRecord, column: TableColumn) {
+  if (isAnnotationColumn(column.id)) return annotationCell(record, column);
   const value = valueOf(record, column.id);
   if (value === null || value === undefined || value === "") return <td key={column.id} class="empty">—</td>;
   const dataType = column.column?.data_type;
