@@ -57,8 +57,9 @@ function tracesPath(filter?: unknown, cols?: string): string {
 const rowCount = (page: Page) => page.locator("table.records tbody tr").count();
 
 beforeAll(async () => {
-  [server, browser] = await Promise.all([startDemoServer(), launchChromium()]);
-}, 240_000);
+  // The second `npm start` of a loaded machine may take minutes to apply its migrations.
+  [server, browser] = await Promise.all([startDemoServer(400_000), launchChromium()]);
+}, 420_000);
 
 afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => undefined);
