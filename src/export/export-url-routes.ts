@@ -5,12 +5,12 @@
  *   export, checked the same way (its 422s, the run, the annotation columns), stored as an
  *   `export_records` org-job; answers at once with the signed download URL, valid 24 hours.
  * - `GET /v2/exports/{job_id}/file?expires=…&signature=…` (no other credentials: the signature
- *   is one): 409 with Retry-After until the job is done, then the file; 410 once it expired, was
+ *   is one; not in /openapi.json, see registerExportDownload): 409 with Retry-After until the job is done, then the file; 410 once it expired, was
  *   erased (a deletion or expiry ran after it was made) or the job failed.
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { database, microsToIso, nowMicros } from "../db/client";
-import { commonErrorResponses, ErrorDetail, ProjectIdParam, Uuid } from "../http/common-schemas";
+import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ApiError, notFound } from "../http/errors";
 import { ownedRunWithProject } from "../projects/run-access";
@@ -52,30 +52,6 @@ const exportUrlRoute = createRoute({
   },
 });
 
-const downloadRoute = createRoute({
-  method: "get",
-  path: "/exports/{job_id}/file",
-  tags: ["Export"],
-  summary: "Download the file of a queued export (signed URL)",
-  description:
-    "The URL answered by `export_records/url`; its signature is the credential. 409 with `Retry-After` while the export runs; 410 once the URL expired, the job failed, or a deletion or retention expiry in the organization made the file unservable; 403 for a signature that does not match.",
-  security: [],
-  request: {
-    params: z.object({ job_id: Uuid.openapi({ param: { name: "job_id", in: "path" } }) }),
-    query: z.object({
-      expires: z.coerce.number().int().openapi({ description: "Unix seconds; part of what is signed." }),
-      signature: z.string().max(128),
-    }),
-  },
-  responses: {
-    200: { content: { "application/x-ndjson": { schema: z.string() }, "text/csv": { schema: z.string() } }, description: "The file" },
-    403: { content: { "application/json": { schema: ErrorDetail } }, description: "The signature does not match" },
-    404: { content: { "application/json": { schema: ErrorDetail } }, description: "No such export" },
-    409: { content: { "application/json": { schema: ErrorDetail } }, description: "Not ready yet: retry after `Retry-After` seconds" },
-    410: { content: { "application/json": { schema: ErrorDetail } }, description: "Expired, erased, or the export failed" },
-  },
-});
-
 export function registerExportUrl(app: Router): void {
   app.openapi(exportUrlRoute, async (c) => {
     const { project_id } = c.req.valid("param");
@@ -102,14 +78,23 @@ export function registerExportUrl(app: Router): void {
   });
 }
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The download route is not in /openapi.json: its URL is made by the service, never by a client
+ * (it is described under `export_records/url` and in docs/export.md). Anything but that URL is a
+ * 404 (no such export) or a 403 (the signature does not match).
+ */
 export function registerExportDownload(app: Router): void {
-  app.openapi(downloadRoute, async (c) => {
-    const { job_id } = c.req.valid("param");
-    const { expires, signature } = c.req.valid("query");
-    const state = await exportFileState(c.env, job_id);
+  app.get("/exports/:job_id/file", async (c) => {
+    const jobId = c.req.param("job_id").toLowerCase();
+    const expires = Number(c.req.query("expires"));
+    const signature = c.req.query("signature") ?? "";
+    if (!UUID.test(jobId)) throw notFound("Export");
+    const state = await exportFileState(c.env, jobId);
     if (!state) throw notFound("Export");
     const file = { organizationId: state.organizationId, jobId: state.jobId, objectKey: state.objectKey, expires };
-    if (!(await downloadSignatureValid(c.env, file, signature))) throw new ApiError(403, "The download URL's signature does not match.");
+    if (!Number.isSafeInteger(expires) || signature.length > 128 || !(await downloadSignatureValid(c.env, file, signature))) throw new ApiError(403, "The download URL's signature does not match.");
     const now = nowMicros();
     if (expires * 1_000_000 <= now || state.expiresAt <= now || state.removedAt !== null) {
       throw new ApiError(410, state.erasedAt !== null ? "This export was removed: records of the organization were erased after it was made. Export again." : "This export's URL has expired (files are kept 24 hours). Export again.");
