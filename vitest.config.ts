@@ -33,6 +33,9 @@ export default defineConfig(async () => {
                   // to back, which the default 10% scan-time share (wrangler.toml) would rightly
                   // refuse; test/organization-limits.test.ts checks that share with the default.
                   ORG_SCAN_TIME_PERCENT: "100",
+                  // One page of 100 roots per export queue message: the tests' exports span several
+                  // messages, so the partial part is carried between them (test/export-url.test.ts).
+                  EXPORT_PAGES_PER_MESSAGE: "1",
                 },
                 // An empty database for the migration tests (test/migrations.test.ts), which apply
                 // the migrations step by step with data in between.
@@ -43,6 +46,7 @@ export default defineConfig(async () => {
                   "trace-store-deletions": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
                   // Moves likewise: a move whose message fails twice is paused within seconds.
                   "trace-store-moves": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-moves-dlq" },
+                  "trace-store-exports": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
                 },
               },
             }),

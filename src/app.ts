@@ -13,6 +13,7 @@ import { registerRecordLookups } from "./compat/record-lookup-routes";
 import { registerDeleteByFilter } from "./delete-by-filter/delete-by-filter-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
 import { registerExport } from "./export/export-route";
+import { registerExportDownload, registerExportUrl } from "./export/export-url-routes";
 import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
 import { refuseCrossSiteRequests } from "./http/cross-site-requests";
@@ -40,6 +41,13 @@ function publicRoutes() {
   return router;
 }
 
+/** The download of a queued export: its signed URL is the credential (src/export/export-url-routes.ts). */
+function signedDownloadRoutes() {
+  const router = createRouter();
+  registerExportDownload(router);
+  return router;
+}
+
 /** Everything under /v2 that needs a principal. */
 function protectedRoutes() {
   const router = createRouter();
@@ -63,6 +71,7 @@ function protectedRoutes() {
   registerDeletion(router);
   registerDeleteByFilter(router);
   registerExport(router);
+  registerExportUrl(router);
   registerPrices(router);
   registerAnnotationTemplates(router);
   registerAnnotationRatings(router);
@@ -87,6 +96,7 @@ export function createApp() {
 
   app.route("/", publicRoutes());
   app.route("/v2", publicRoutes());
+  app.route("/v2", signedDownloadRoutes());
   app.route("/v2", protectedRoutes());
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ServiceApiKey", { type: "apiKey", in: "header", name: "Service-API-Key" });

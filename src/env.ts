@@ -19,6 +19,11 @@ export interface MoveMessage {
   seq: number;
 }
 
+/** A message of the export queue (src/export/export-queue-consumer.ts): advance this export. */
+export interface ExportMessage {
+  jobId: string;
+}
+
 declare global {
   namespace Cloudflare {
     interface Env {
@@ -36,7 +41,13 @@ declare global {
       DELETION_QUEUE: Queue<DeletionMessage>;
       /** Moves of projects between shards (docs/sharding.md, "Moving a project"). */
       MOVE_QUEUE: Queue<MoveMessage>;
-      /** HS256 secret for bearer tokens. */
+      /** Queued exports (src/export, docs/export.md "Queued export to R2"). */
+      EXPORT_QUEUE: Queue<ExportMessage>;
+      /** The files of queued exports, served for 24 hours by a signed URL. */
+      EXPORTS: R2Bucket;
+      /** Pages of 100 roots one export queue message writes at most (default 50); the tests lower it. */
+      EXPORT_PAGES_PER_MESSAGE?: string;
+      /** HS256 secret for bearer tokens (also signs export download URLs). */
       TOKEN_SECRET: string;
       /** Bearer token lifetime in seconds (default one day). */
       TOKEN_TTL_SECONDS?: string;

@@ -1,6 +1,8 @@
 import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
-import type { DeletionMessage, Env, MoveMessage } from "./env";
+import type { DeletionMessage, Env, ExportMessage, MoveMessage } from "./env";
+import { removeDueExportFiles } from "./export/export-file-removal";
+import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
 import { runScheduledMaintenance } from "./maintenance/scheduled";
 import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
 import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
@@ -23,12 +25,18 @@ function withDefaultContentType(request: Request): Request {
 
 export default {
   fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
-  queue: (batch, env) =>
-    isMoveQueue(batch.queue) ? handleMoveQueue(batch as MessageBatch<MoveMessage>, env) : handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env),
+  queue: async (batch, env) => {
+    if (isMoveQueue(batch.queue)) return handleMoveQueue(batch as MessageBatch<MoveMessage>, env);
+    if (batch.queue === EXPORT_QUEUE_NAME) return handleExportQueue(batch as MessageBatch<ExportMessage>, env);
+    await handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env);
+    // A deletion that just completed made the organization's older export files unservable
+    // (src/deletion/job-parts.ts): remove their bytes now rather than at the next hourly cron.
+    await removeDueExportFiles(env).catch((error) => console.error(`export files: removal failed: ${error instanceof Error ? error.message : String(error)}`));
+  },
   scheduled: (controller, env, ctx) => {
     // Every cron run gives new, resumed and stalled project moves their message; the minutely
     // cron exists for that alone, the others run the maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
-} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage>;
+} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage>;

@@ -8,10 +8,14 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import * as sql from "../src/deletion/deletion-sql";
+import { COMPLETE_FILTER_PART, FILTER_CHUNK_STATEMENTS } from "../src/deletion/filter-deletion-sql";
 
-/** Names that stand for bounded intermediate results in the plans: CTEs, their aliases, subqueries. */
+/**
+ * Names that stand for bounded intermediate results in the plans: CTEs, their aliases,
+ * subqueries, and deletion by filter's list of root ids (`json_each(?1) AS j`, one chunk's roots).
+ */
 const BOUNDED =
-  /^SCAN (roots|root_sessions|candidate_traces|seeds|subtree|ancestors|counted_roots|active|examined|last_examined|page|page_traces|rs|ct|p|pt|m|a|\(subquery-\d+\)|CONSTANT ROW)$/;
+  /^SCAN (roots|root_sessions|candidate_traces|seeds|subtree|ancestors|counted_roots|active|examined|last_examined|page|page_traces|rs|ct|p|pt|m|a|\(subquery-\d+\)|CONSTANT ROW|j VIRTUAL TABLE INDEX \d+:)$/;
 
 async function planRows(statement: string): Promise<{ id: number; parent: number; detail: string }[]> {
   const parameters = Math.max(0, ...[...statement.matchAll(/\?(\d+)/g)].map((m) => Number(m[1])));
@@ -33,6 +37,7 @@ function expectedIndexes(statement: string): RegExp[] {
   if (/\.session_id = rs\.id/.test(statement)) expected.push(/records_session/);
   if (/c\.parent_id = subtree\.id/.test(statement)) expected.push(/records_parent/);
   if (/gt\.deleted_at = \?1/.test(statement)) expected.push(/record_tombstones_deleted/);
+  if (/json_each\(\?1\) AS j CROSS JOIN records AS r ON r\.project_id = \?3 AND r\.id = j\.value/.test(statement)) expected.push(/records_project_record_id/);
   return expected;
 }
 
@@ -42,6 +47,9 @@ const STATEMENTS: [string, string][] = [
   ["COUNT_SESSION_PAGE", sql.COUNT_SESSION_PAGE],
   ["COUNT_TRACE_PAGE", sql.COUNT_TRACE_PAGE],
   ["COUNT_SPAN_PAGE", sql.COUNT_SPAN_PAGE],
+  // Deletion by filter: its roots are a JSON list of ids, looked up by records_project_record_id.
+  ...FILTER_CHUNK_STATEMENTS.map((s, i): [string, string] => [`filter chunk statement ${i + 1} (${s.sql.trim().split(/\s+/).slice(0, 6).join(" ")})`, s.sql]),
+  ...COMPLETE_FILTER_PART.map((s, i): [string, string] => [`filter part completion ${i + 1}`, s]),
 ];
 
 describe("deletion query plans", () => {

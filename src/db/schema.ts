@@ -632,6 +632,9 @@ export const orgJobs = sqliteTable(
     sessionsDeleted: integer("sessions_deleted").notNull().default(0),
     tracesDeleted: integer("traces_deleted").notNull().default(0),
     spansDeleted: integer("spans_deleted").notNull().default(0),
+    /** Queued exports (src/export): records and bytes written to the file so far. */
+    recordsExported: integer("records_exported").notNull().default(0),
+    bytesWritten: integer("bytes_written").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
@@ -710,5 +713,50 @@ export const projectMoves = sqliteTable(
   (t) => [
     uniqueIndex("project_moves_open").on(t.projectId).where(sql`phase NOT IN ('completed', 'failed')`),
     index("project_moves_project").on(t.projectId, t.createdAt),
+  ],
+);
+
+/**
+ * The file of a queued export (`POST .../export_records/url`, src/export/export-jobs.ts), one per
+ * `export_records` job: where it is in R2, how far the upload is (the multipart upload, its parts,
+ * the keyset cursor and the partial part kept between queue messages), and when it stops being
+ * served. `expires_at` is also set to the moment an erasure made the file unservable
+ * (`erased_at`): the cron removes every file whose `expires_at` has passed.
+ */
+export const exportFiles = sqliteTable(
+  "export_files",
+  {
+    jobId: text("job_id")
+      .primaryKey()
+      .references(() => orgJobs.id),
+    organizationId: text("organization_id").notNull(),
+    projectId: text("project_id").notNull(),
+    objectKey: text("object_key").notNull(),
+    fileName: text("file_name").notNull(),
+    contentType: text("content_type").notNull(),
+    /** The R2 multipart upload, once the first full part is written (small files are one put). */
+    uploadId: text("upload_id"),
+    /** JSON: [{partNumber, etag}] of the parts uploaded so far. */
+    parts: text("parts").notNull().default("[]"),
+    /** JSON: the keyset cursor after the last page written; null before the first. */
+    cursor: text("cursor"),
+    /** Queue messages that advanced the file: names the partial part's object (`<key>.partial-<step>`). */
+    step: integer("step").notNull().default(0),
+    /** Bytes written since the last full part, kept in that object between messages. */
+    partialBytes: integer("partial_bytes").notNull().default(0),
+    /** The oldest created_at exported: an expiry below it leaves the file alone. */
+    oldestCreatedAt: integer("oldest_created_at"),
+    createdAt: integer("created_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    completedAt: integer("completed_at"),
+    erasedAt: integer("erased_at"),
+    /** The file's objects are gone from R2. */
+    removedAt: integer("removed_at"),
+  },
+  (t) => [
+    /** An erasure's "the organization's files made before me". */
+    index("export_files_organization").on(t.organizationId, t.createdAt),
+    /** The cron's "files to remove". */
+    index("export_files_due").on(t.expiresAt).where(sql`removed_at IS NULL`),
   ],
 );

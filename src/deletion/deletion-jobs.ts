@@ -17,6 +17,12 @@ export const EXPIRE_RETENTION = "expire_retention";
 /** Deletion by filter (src/delete-by-filter): one run's records matching a search filter. */
 export const DELETE_BY_FILTER = "delete_by_filter";
 export const JOB_NAMES = [DELETE_BY_METADATA, EXPIRE_RETENTION, DELETE_BY_FILTER] as const;
+/**
+ * A queued export (src/export): an org-job too, listed and read here with the others, advanced by
+ * its own queue; its creator may read it, not only admins.
+ */
+export const EXPORT_RECORDS = "export_records";
+export const ORG_JOB_NAMES = [...JOB_NAMES, EXPORT_RECORDS] as const;
 
 /** Statuses in which a job still deletes; a completed or failed job never deletes again. */
 export const ACTIVE_STATUSES = ["queued", "running"] as const satisfies readonly JobStatus[];
@@ -196,7 +202,25 @@ export async function failJob(env: Env, jobId: string, errorMessage: string): Pr
   await Promise.all(parts.map((part) => failShardPart(env, part.shard, { id: jobId, organizationId }).catch(() => undefined)));
 }
 
+function exportRequestAnswer(text: string) {
+  try {
+    const data = JSON.parse(text) as { project_id?: string; run_id?: string; body?: Record<string, unknown> };
+    const body = data.body ?? {};
+    return {
+      project_id: String(data.project_id ?? ""),
+      run_id: String(data.run_id ?? ""),
+      root_type: (body.root_type ?? "trace") as "session" | "trace" | "span",
+      export_format: (body.export_format ?? "jsonl") as "jsonl" | "jsonl_flat" | "csv",
+      filters: Array.isArray(body.filters) ? body.filters : [],
+      filter_tree: body.filter_tree ?? null,
+    };
+  } catch {
+    return { project_id: "", run_id: "", root_type: "trace" as const, export_format: "jsonl" as const, filters: [], filter_tree: null };
+  }
+}
+
 function requestDataAnswer(row: OrgJobRow) {
+  if (row.jobName === EXPORT_RECORDS) return exportRequestAnswer(row.requestData);
   if (row.jobName === EXPIRE_RETENTION) {
     const request = parseExpiryData(row.requestData);
     return {
@@ -234,11 +258,10 @@ export function jobAnswer(row: OrgJobRow) {
     created_by: row.createdBy,
     created_at: microsToIso(row.createdAt),
     updated_at: microsToIso(row.updatedAt),
-    progress: {
-      sessions_deleted: row.sessionsDeleted,
-      traces_deleted: row.tracesDeleted,
-      spans_deleted: row.spansDeleted,
-    },
+    progress:
+      row.jobName === EXPORT_RECORDS
+        ? { records_exported: row.recordsExported, bytes_written: row.bytesWritten }
+        : { sessions_deleted: row.sessionsDeleted, traces_deleted: row.tracesDeleted, spans_deleted: row.spansDeleted },
   };
 }
 

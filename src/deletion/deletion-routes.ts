@@ -1,18 +1,19 @@
 /**
  * `POST /v2/org-jobs/delete-by-metadata` and `GET /v2/org-jobs/{job_id}` (contract, section 6).
  * Both are for organization admins: deletion jobs name metadata values (often a person's
- * identifier), which members have no need to read.
+ * identifier), which members have no need to read. A member may read one job: an export they
+ * queued themselves (contract section 10).
  */
 import { createRoute } from "@hono/zod-openapi";
 import type { Context } from "hono";
-import { adminOnly } from "../auth/authenticate";
+import { adminOnly, requireAdmin } from "../auth/authenticate";
 import type { AppEnv } from "../http/app-env";
 import { adminOnlyResponse, commonErrorResponses } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
 import { withinScanAdmission } from "../limits/scan-admission";
 import { countDeletionSet, DRY_RUN_COST } from "./count-deletion-set";
-import { describeCounts, jobAnswer, organizationJob, organizationJobs } from "./deletion-jobs";
+import { describeCounts, EXPORT_RECORDS, jobAnswer, organizationJob, organizationJobs } from "./deletion-jobs";
 import {
   DeleteByMetadataQuery,
   JobIdParam,
@@ -51,8 +52,7 @@ const getOrgJob = createRoute({
   path: "/org-jobs/{job_id}",
   tags: ["Organization jobs"],
   summary: "Status and progress of an organization job",
-  description: "Another organization's job is a 404. Admins only.",
-  middleware: [adminOnly] as const,
+  description: "Another organization's job is a 404. Admins, and the member who queued an export (`export_records`) for that job.",
   request: { params: JobIdParam },
   responses: {
     200: { content: { "application/json": { schema: OrgJob } }, description: "The job" },
@@ -67,7 +67,7 @@ const listOrgJobs = createRoute({
   tags: ["Organization jobs"],
   summary: "List the organization's jobs, newest first",
   description:
-    "Deletion requests (`delete_by_metadata`) and retention expiries (`expire_retention`, created by the hourly cron for projects with `retention_days`), newest first, filtered by `job_name` and `status`, paginated by `starting_token` and `limit`. Admins only.",
+    "Deletion requests (`delete_by_metadata`, `delete_by_filter`), retention expiries (`expire_retention`, created by the hourly cron for projects with `retention_days`) and queued exports (`export_records`), newest first, filtered by `job_name` and `status`, paginated by `starting_token` and `limit`. Admins only.",
   middleware: [adminOnly] as const,
   request: { query: ListOrgJobsQuery },
   responses: {
@@ -136,7 +136,11 @@ export function registerDeletion(app: Router): void {
 
   app.openapi(getOrgJob, async (c) => {
     const { job_id } = c.req.valid("param");
-    const row = await organizationJob(c.env.DB, c.get("principal").organizationId, job_id);
+    const principal = c.get("principal");
+    const row = await organizationJob(c.env.DB, principal.organizationId, job_id);
+    const ownExport = row?.jobName === EXPORT_RECORDS && row.createdBy === principal.userId;
+    // A member learns nothing of other jobs, not even whether they exist.
+    if (!ownExport) requireAdmin(principal);
     if (!row) throw notFound("Job");
     return c.json(jobAnswer(row), 200);
   });

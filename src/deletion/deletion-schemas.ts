@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { JOB_STATUSES } from "../db/schema";
-import { JOB_NAMES } from "./deletion-jobs";
+import { ORG_JOB_NAMES } from "./deletion-jobs";
 import { queryBoolean, Uuid } from "../http/common-schemas";
 
 /** The seed's OrgMetadataDeleteRequest. Unknown keys are ignored (contract, section 1). */
@@ -69,27 +69,49 @@ const FilterRequestData = z
   })
   .openapi("DeleteByFilterRequestData");
 
+const ExportRequestData = z
+  .object({
+    project_id: z.string(),
+    run_id: z.string(),
+    root_type: z.enum(["session", "trace", "span"]),
+    export_format: z.enum(["jsonl", "jsonl_flat", "csv"]),
+    filters: z.array(z.unknown()),
+    filter_tree: z.unknown(),
+  })
+  .openapi("ExportRecordsRequestData");
+
+const DeletionProgress = z.object({
+  sessions_deleted: z.number().int(),
+  traces_deleted: z.number().int(),
+  spans_deleted: z.number().int(),
+});
+
+const ExportProgress = z.object({
+  records_exported: z.number().int().openapi({ description: "Records written to the file so far (roots, and descendants in the JSON formats)." }),
+  bytes_written: z.number().int(),
+});
+
 export const OrgJob = z
   .object({
     id: z.string().uuid(),
     organization_id: z.string(),
-    job_name: z.string().openapi({ example: "delete_by_metadata", description: "`delete_by_metadata` (a deletion request), `delete_by_filter` (a deletion of one run's records matching a filter) or `expire_retention` (the hourly retention expiry)." }),
+    job_name: z.string().openapi({
+      example: "delete_by_metadata",
+      description:
+        "`delete_by_metadata` (a deletion request), `delete_by_filter` (a deletion of one run's records matching a filter), `expire_retention` (the hourly retention expiry) or `export_records` (a queued export to a file).",
+    }),
     status: z.enum(JOB_STATUSES),
-    request_data: z.union([MetadataRequestData, ExpiryRequestData, FilterRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
+    request_data: z.union([MetadataRequestData, ExpiryRequestData, FilterRequestData, ExportRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
     error_message: z.string().nullable(),
     created_by: z.string().openapi({ description: "The user who submitted the job." }),
     created_at: z.string().openapi({ format: "date-time" }),
     updated_at: z.string().openapi({ format: "date-time" }),
-    progress: z.object({
-      sessions_deleted: z.number().int(),
-      traces_deleted: z.number().int(),
-      spans_deleted: z.number().int(),
-    }),
+    progress: z.union([DeletionProgress, ExportProgress]).openapi({ description: "Deletions count what they deleted; exports what they wrote." }),
   })
   .openapi("OrgJob");
 
 export const ListOrgJobsQuery = z.object({
-  job_name: z.enum(JOB_NAMES).optional().openapi({ description: "Only jobs of this kind." }),
+  job_name: z.enum(ORG_JOB_NAMES).optional().openapi({ description: "Only jobs of this kind." }),
   status: z.enum(JOB_STATUSES).optional().openapi({ description: "Only jobs in this status." }),
   starting_token: z.coerce.number().int().min(0).max(1_000_000).default(0).openapi({ description: "Zero-based offset of the page's first job." }),
   limit: z.coerce.number().int().min(1).max(1000).default(100).openapi({ description: "Jobs per page (at most 1000)." }),

@@ -100,31 +100,68 @@ roots AS (
 ),
 root_sessions AS (SELECT id, run_id, project_id FROM roots WHERE kind = 'session')`;
 
-const CANDIDATE_TRACES = `
+/**
+ * The parameter numbers of the subtree statements below, which deletion by metadata (here) and
+ * deletion by filter (filter-deletion-sql.ts) share: each binds its own values at its own
+ * positions, and names its own `active`, `roots` and `root_sessions` CTEs.
+ */
+export interface SubtreeParams {
+  /** Traces of root sessions looked at. */
+  sessionTraces: string;
+  /** Spans tombstoned at most. */
+  spans: string;
+  /** The chunk's tombstone stamp. */
+  stamp: string;
+}
+
+/** The roots' traces and the traces of root sessions (at most `sessionTraces` of those). */
+export const candidateTraces = (p: SubtreeParams) => `
 candidate_traces AS (
   SELECT rid, id, run_id, project_id FROM roots WHERE kind = 'trace'
   UNION ALL
   SELECT rid, id, run_id, project_id FROM (
     SELECT t.rid, t.id, t.run_id, t.project_id FROM root_sessions AS rs
     CROSS JOIN records AS t ON t.session_id = rs.id AND t.record_type = 'trace' AND +t.run_id = rs.run_id
-    LIMIT ?6
+    LIMIT ${p.sessionTraces}
   )
 )`;
 
-const TOMBSTONE = "INSERT OR REPLACE INTO record_tombstones (project_id, record_id, deleted_at)";
+export const TOMBSTONE = "INSERT OR REPLACE INTO record_tombstones (project_id, record_id, deleted_at)";
 
-/** Spans of the candidate traces and of the matching sessions, at most ?7 of them. */
-const TOMBSTONE_SPANS_OF_ROOTS = `
-WITH ${ACTIVE}, ${ROOTS}, ${CANDIDATE_TRACES}
+/** Spans of the candidate traces and of the root sessions, at most `spans` of them. `ctes`: active, roots, root_sessions. */
+export const tombstoneSpansOfRoots = (ctes: string, p: SubtreeParams) => `
+WITH ${ctes}, ${candidateTraces(p)}
 ${TOMBSTONE}
-SELECT project_id, id, ?8 FROM (
+SELECT project_id, id, ${p.stamp} FROM (
   SELECT s.project_id, s.id FROM candidate_traces AS ct
   CROSS JOIN records AS s ON s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id
   UNION ALL
   SELECT s.project_id, s.id FROM root_sessions AS rs
   CROSS JOIN records AS s ON s.session_id = rs.id AND s.record_type = 'span' AND +s.run_id = rs.run_id
-  LIMIT ?7
+  LIMIT ${p.spans}
 )`;
+
+/** Candidate traces that have no span left. */
+export const tombstoneTraces = (ctes: string, p: SubtreeParams) => `
+WITH ${ctes}, ${candidateTraces(p)}
+${TOMBSTONE}
+SELECT ct.project_id, ct.id, ${p.stamp} FROM candidate_traces AS ct
+WHERE NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id)`;
+
+/** Root sessions that have no trace or span left. */
+export const tombstoneSessions = (ctes: string, p: SubtreeParams) => `
+WITH ${ctes}
+${TOMBSTONE}
+SELECT rs.project_id, rs.id, ${p.stamp} FROM root_sessions AS rs
+WHERE NOT EXISTS (
+  SELECT 1 FROM records AS c
+  WHERE c.session_id = rs.id AND c.record_type IN ('trace', 'span') AND +c.run_id = rs.run_id
+)`;
+
+/** Deletion by metadata's numbers: ?6 traces of matching sessions, ?7 spans at most, ?8 stamp. */
+const METADATA_SUBTREE: SubtreeParams = { sessionTraces: "?6", spans: "?7", stamp: "?8" };
+
+const TOMBSTONE_SPANS_OF_ROOTS = tombstoneSpansOfRoots(`${ACTIVE}, ${ROOTS}`, METADATA_SUBTREE);
 
 /**
  * How deep a chain of records may be (src/ingest/write-guards.ts): the depth-first walk below
@@ -165,22 +202,9 @@ SELECT project_id, id, ?8 FROM subtree
 WHERE NOT EXISTS (SELECT 1 FROM records AS c WHERE c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND c.id != subtree.seed)
 LIMIT ?7`;
 
-/** Candidate traces that have no span left. */
-const TOMBSTONE_TRACES = `
-WITH ${ACTIVE}, ${ROOTS}, ${CANDIDATE_TRACES}
-${TOMBSTONE}
-SELECT ct.project_id, ct.id, ?8 FROM candidate_traces AS ct
-WHERE NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id)`;
+const TOMBSTONE_TRACES = tombstoneTraces(`${ACTIVE}, ${ROOTS}`, METADATA_SUBTREE);
 
-/** Matching sessions that have no trace or span left. */
-const TOMBSTONE_SESSIONS = `
-WITH ${ACTIVE}, ${ROOTS}
-${TOMBSTONE}
-SELECT rs.project_id, rs.id, ?8 FROM root_sessions AS rs
-WHERE NOT EXISTS (
-  SELECT 1 FROM records AS c
-  WHERE c.session_id = rs.id AND c.record_type IN ('trace', 'span') AND +c.run_id = rs.run_id
-)`;
+const TOMBSTONE_SESSIONS = tombstoneSessions(`${ACTIVE}, ${ROOTS}`, METADATA_SUBTREE);
 
 /** The records tombstoned by this chunk (stamp ?1) of the organization (?2), as `g`. */
 const GOING = `record_tombstones AS gt CROSS JOIN records AS g ON g.project_id = gt.project_id AND g.id = gt.record_id

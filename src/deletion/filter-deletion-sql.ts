@@ -16,7 +16,7 @@
  * ?1 root ids (JSON list), ?2 job id, ?3 project, ?4 run, ?5 organization, ?6 spans at most,
  * ?7 the chunk's stamp, ?8 now (µs), ?9 traces of root sessions looked at.
  */
-import { DELETE_GOING, FORGET_HELD_PATCHES, MAX_SPAN_DEPTH, REFRESH_PARENTS } from "./deletion-sql";
+import { DELETE_GOING, FORGET_HELD_PATCHES, MAX_SPAN_DEPTH, REFRESH_PARENTS, type SubtreeParams, TOMBSTONE, tombstoneSessions, tombstoneSpansOfRoots, tombstoneTraces } from "./deletion-sql";
 
 /** The values of ?1 to ?9, in order. */
 export type FilterChunkValues = readonly [roots: string, jobId: string, projectId: string, runId: string, organizationId: string, spans: number, stamp: number, now: number, sessionTraces: number];
@@ -34,31 +34,11 @@ roots AS (
 ),
 root_sessions AS (SELECT id, run_id, project_id FROM roots WHERE kind = 'session')`;
 
-const CANDIDATE_TRACES = `
-candidate_traces AS (
-  SELECT rid, id, run_id, project_id FROM roots WHERE kind = 'trace'
-  UNION ALL
-  SELECT rid, id, run_id, project_id FROM (
-    SELECT t.rid, t.id, t.run_id, t.project_id FROM root_sessions AS rs
-    CROSS JOIN records AS t ON t.session_id = rs.id AND t.record_type = 'trace' AND +t.run_id = rs.run_id
-    LIMIT ?9
-  )
-)`;
-
-const TOMBSTONE = "INSERT OR REPLACE INTO record_tombstones (project_id, record_id, deleted_at)";
+/** Our numbers for the subtree statements shared with deletion by metadata (deletion-sql.ts). */
+const FILTER_SUBTREE: SubtreeParams = { sessionTraces: "?9", spans: "?6", stamp: "?7" };
 
 /** Spans of root traces, of the traces of root sessions, and of root sessions: at most ?6. */
-const TOMBSTONE_SPANS_OF_ROOTS = `
-WITH ${ACTIVE}, ${ROOTS}, ${CANDIDATE_TRACES}
-${TOMBSTONE}
-SELECT project_id, id, ?7 FROM (
-  SELECT s.project_id, s.id FROM candidate_traces AS ct
-  CROSS JOIN records AS s ON s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id
-  UNION ALL
-  SELECT s.project_id, s.id FROM root_sessions AS rs
-  CROSS JOIN records AS s ON s.session_id = rs.id AND s.record_type = 'span' AND +s.run_id = rs.run_id
-  LIMIT ?6
-)`;
+const TOMBSTONE_SPANS_OF_ROOTS = tombstoneSpansOfRoots(`${ACTIVE}, ${ROOTS}`, FILTER_SUBTREE);
 
 /**
  * Root spans with the spans below them, leaves first (at most ?6), walked depth first as in
@@ -80,21 +60,9 @@ SELECT project_id, id, ?7 FROM subtree
 WHERE NOT EXISTS (SELECT 1 FROM records AS c WHERE c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND c.id != subtree.seed)
 LIMIT ?6`;
 
-/** Candidate traces with no span left. */
-const TOMBSTONE_TRACES = `
-WITH ${ACTIVE}, ${ROOTS}, ${CANDIDATE_TRACES}
-${TOMBSTONE}
-SELECT ct.project_id, ct.id, ?7 FROM candidate_traces AS ct
-WHERE NOT EXISTS (SELECT 1 FROM records AS s WHERE s.trace_id = ct.id AND s.record_type = 'span' AND +s.run_id = ct.run_id)`;
+const TOMBSTONE_TRACES = tombstoneTraces(`${ACTIVE}, ${ROOTS}`, FILTER_SUBTREE);
 
-/** Root sessions with no trace or span left. */
-const TOMBSTONE_SESSIONS = `
-WITH ${ACTIVE}, ${ROOTS}
-${TOMBSTONE}
-SELECT rs.project_id, rs.id, ?7 FROM root_sessions AS rs
-WHERE NOT EXISTS (
-  SELECT 1 FROM records AS c WHERE c.session_id = rs.id AND c.record_type IN ('trace', 'span') AND +c.run_id = rs.run_id
-)`;
+const TOMBSTONE_SESSIONS = tombstoneSessions(`${ACTIVE}, ${ROOTS}`, FILTER_SUBTREE);
 
 /**
  * A statement and the positions (0-based) of the chunk values it binds, in order: up to its

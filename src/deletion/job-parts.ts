@@ -108,13 +108,38 @@ const COPY_PART = `
 UPDATE org_job_shards SET status = ?3, sessions_deleted = ?4, traces_deleted = ?5, spans_deleted = ?6, updated_at = ?7
 WHERE job_id = ?1 AND shard = ?2 AND status IN ('queued', 'running')`;
 
-/** Copies a part's state to the catalog and recomputes the job; one round trip. */
+/**
+ * An export file must not outlive an erasure (contract section 10): once an erasure job is
+ * completed, the organization's export files made before it (up to its completion) stop being
+ * served at once and are due for removal (`expires_at`; src/export/export-file-removal.ts removes
+ * the bytes). A deletion by metadata reaches every project, a deletion by filter its project, a
+ * retention expiry its projects, and there only files that hold records older than the project's
+ * cut-off (or still being written). Runs after RECOMPUTE_JOB in its batch: it does nothing until
+ * the job is completed, and a later sync of a completed job finds nothing new (files made after
+ * the job's completion are not its business).
+ */
+const UNSERVE_EXPORTS_AFTER_ERASURE = `
+UPDATE export_files SET erased_at = ?2, expires_at = min(expires_at, ?2)
+WHERE organization_id = (SELECT organization_id FROM org_jobs WHERE id = ?1 AND status = 'completed')
+  AND created_at <= (SELECT updated_at FROM org_jobs WHERE id = ?1)
+  AND erased_at IS NULL AND removed_at IS NULL
+  AND EXISTS (
+    SELECT 1 FROM org_jobs AS j WHERE j.id = ?1 AND (
+      j.job_name = 'delete_by_metadata'
+      OR (j.job_name = 'delete_by_filter' AND json_extract(j.request_data, '$.project_id') = export_files.project_id)
+      OR (j.job_name = 'expire_retention' AND EXISTS (
+        SELECT 1 FROM json_each(j.request_data, '$.projects') AS p
+        WHERE json_extract(p.value, '$.project_id') = export_files.project_id
+          AND (export_files.completed_at IS NULL OR export_files.oldest_created_at < json_extract(p.value, '$.cutoff'))))))`;
+
+/** Copies a part's state to the catalog and recomputes the job (and, when it completes, unserves older exports); one round trip. */
 export async function syncPart(env: Env, jobId: string, shard: string, state: PartState): Promise<void> {
   const now = nowMicros();
   const { sessions, traces, spans } = state.progress;
   await env.DB.batch([
     env.DB.prepare(COPY_PART).bind(jobId, shard, state.status, sessions, traces, spans, now),
     env.DB.prepare(RECOMPUTE_JOB).bind(jobId, now),
+    env.DB.prepare(UNSERVE_EXPORTS_AFTER_ERASURE).bind(jobId, now),
   ]);
 }
 

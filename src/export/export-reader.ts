@@ -33,6 +33,15 @@ interface Keyset {
   id: string;
 }
 
+/**
+ * Where a keyset walk stands after a page: past `after` (within its created_at while `tie`).
+ * Plain JSON: a queued export stores it between queue messages and continues from it.
+ */
+export interface KeysetCursor {
+  after: Keyset;
+  tie: boolean;
+}
+
 const column = (id: string, family: RecordFamily) => {
   const resolved = resolveColumn(id, family);
   if (!resolved.ok) throw new Error(`export: column ${id} does not resolve for ${family}`);
@@ -61,12 +70,18 @@ async function readPage(source: ExportSource, query: SearchQuery): Promise<Store
 }
 
 /**
- * Every record of `query` (its filter, its direction), page after page of `pageSize`. Each
- * page is shaped and yielded whole; the next is read only when the caller asks for it.
+ * Every record of `query` (its filter, its direction), page after page of `pageSize`, from the
+ * start or from `start`. Each page is shaped and yielded whole with the cursor after it; the
+ * next is read only when the caller asks for it.
  */
-export async function* keysetPages(source: ExportSource, query: SearchQuery, pageSize: number): AsyncGenerator<{ rows: StoredRow[]; records: ExportRecord[] }> {
-  let after: Keyset | undefined;
-  let tie = false;
+export async function* keysetPages(
+  source: ExportSource,
+  query: SearchQuery,
+  pageSize: number,
+  start?: KeysetCursor,
+): AsyncGenerator<{ rows: StoredRow[]; records: ExportRecord[]; cursor: KeysetCursor }> {
+  let after: Keyset | undefined = start?.after;
+  let tie = start?.tie ?? false;
   for (;;) {
     const paged: SearchQuery = { ...query, limit: pageSize, offset: 0, filter: after ? keysetFilter(query, after, tie) : query.filter };
     const rows = await readPage(source, paged);
@@ -81,7 +96,7 @@ export async function* keysetPages(source: ExportSource, query: SearchQuery, pag
     const last = rows[rows.length - 1]!;
     after = { createdAt: Number(last.created_at), id: String(last.id) };
     tie = true;
-    yield { rows, records: rows.map((row) => shapeRecord(row, query) as ExportRecord) };
+    yield { rows, records: rows.map((row) => shapeRecord(row, query) as ExportRecord), cursor: { after, tie } };
   }
 }
 

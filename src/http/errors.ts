@@ -10,7 +10,7 @@ import type { ValidationErrorItem } from "./validation-errors";
 
 export class ApiError extends Error {
   constructor(
-    readonly status: 400 | 401 | 403 | 404 | 409 | 413 | 429 | 500 | 503 | 507,
+    readonly status: 400 | 401 | 403 | 404 | 409 | 410 | 413 | 429 | 500 | 503 | 507,
     readonly detail: string,
     readonly headers: Record<string, string> = {},
   ) {

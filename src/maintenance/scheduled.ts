@@ -1,7 +1,7 @@
 /**
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
- * (purge-expired.ts; in the catalog also the ids of logged-out tokens that expired), backfills roll-ups of records older than their triggers (backfill-rollups.ts), records each shard's size in the catalog (placement reads it), and queues
+ * (purge-expired.ts; in the catalog also the ids of logged-out tokens that expired) and the export files past their time (src/export/export-file-removal.ts), backfills roll-ups of records older than their triggers (backfill-rollups.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
  * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (docs/operations.md, "Scheduled maintenance").
@@ -9,6 +9,7 @@
 import { purgeDeletedTemplates } from "../annotations/template-deletion";
 import { purgeDeletedQueues } from "../annotation-queues/queue-deletion";
 import { pruneExpiredRevocations } from "../auth/logout-route";
+import { removeDueExportFiles } from "../export/export-file-removal";
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
@@ -47,6 +48,13 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
     if (queues.queues > 0 || !queues.complete) console.log(`maintenance: finished deleting ${queues.queues} annotation queue(s)${queues.complete ? "" : "; more remain for the next run"}`);
   } catch (error) {
     console.error(`maintenance: could not finish deleting annotation queues: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  // Export files past their 24 hours, made unservable by an erasure, or of failed exports.
+  try {
+    const files = await removeDueExportFiles(env, now);
+    if (files.removed > 0) console.log(`maintenance: removed ${files.removed} export file(s)${files.complete ? "" : "; more remain for the next run"}`);
+  } catch (error) {
+    console.error(`maintenance: could not remove export files: ${error instanceof Error ? error.message : String(error)}`);
   }
   await measureShardSizes(env).catch((error) => console.error(`maintenance: could not measure the shards: ${error instanceof Error ? error.message : String(error)}`));
   // Retention: queue the erasure of what is older than each project's retention (src/retention).

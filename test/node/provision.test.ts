@@ -116,15 +116,17 @@ describe("npm run provision", () => {
   it("reads what to create from wrangler.toml: every database, queue, dead-letter queue and bucket", () => {
     const resources = boundResources();
     expect(resources.d1Databases.map((d) => d.binding)).toEqual(expect.arrayContaining(["DB", "SHARD_0", "SHARD_1"]));
-    expect(resources.queues).toEqual(expect.arrayContaining(["trace-store-deletions", "trace-store-deletions-dlq", "trace-store-moves", "trace-store-moves-dlq"]));
+    expect(resources.queues).toEqual(expect.arrayContaining(["trace-store-deletions", "trace-store-deletions-dlq", "trace-store-moves", "trace-store-moves-dlq", "trace-store-exports"]));
+    // Queued exports write their files to this bucket (docs/export.md).
+    expect(resources.buckets).toEqual(["trace-store-exports"]);
     // A binding added later (a bucket, a shard) is picked up with no change to the script.
     const extended = join(work, "wrangler.toml");
     writeFileSync(
       extended,
-      `${readFileSync(join(ROOT, "wrangler.toml"), "utf8")}\n[[r2_buckets]]\nbinding = "EXPORTS"\nbucket_name = "trace-store-exports"\n\n[[d1_databases]]\nbinding = "SHARD_2"\ndatabase_name = "trace-store-shard-2"\ndatabase_id = "00000000-0000-0000-0000-000000000012"\nmigrations_dir = "migrations/shard"\n`,
+      `${readFileSync(join(ROOT, "wrangler.toml"), "utf8")}\n[[r2_buckets]]\nbinding = "ARCHIVE"\nbucket_name = "trace-store-archive"\n\n[[d1_databases]]\nbinding = "SHARD_2"\ndatabase_name = "trace-store-shard-2"\ndatabase_id = "00000000-0000-0000-0000-000000000012"\nmigrations_dir = "migrations/shard"\n`,
     );
     const more = boundResources(extended);
-    expect(more.buckets).toEqual(["trace-store-exports"]);
+    expect(more.buckets).toEqual(["trace-store-exports", "trace-store-archive"]);
     expect(more.d1Databases.map((d) => d.name)).toContain("trace-store-shard-2");
   });
 

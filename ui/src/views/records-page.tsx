@@ -5,6 +5,7 @@
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { ApiError } from "../api/client";
 import { availableColumns, countRecords, getProject, listRuns, partialSearch, type RunRef } from "../api/endpoints";
+import { ExportMenu } from "../export/export-menu";
 import type { ApiRecord, CountAnswer, Family } from "../api/types";
 import { isAnnotationColumn } from "../annotations/annotation-cell";
 import { FilterBuilder } from "../filters/filter-builder";
@@ -167,6 +168,7 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
             Filter{table.filter ? " (on)" : ""}
           </button>
           {columns.data ? <ColumnPicker columns={columns.data} visible={visible} onChange={(cols) => setTable({ cols })} /> : null}
+          <ExportMenu run={run} family={family} filter={table.filter} sort={table.sort} columns={visible} onDeleted={() => setAttempt((n) => n + 1)} />
         </div>
       </div>
       {columns.error ? <ErrorNotice error={columns.error} onRetry={columns.reload} /> : null}
