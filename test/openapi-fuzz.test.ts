@@ -122,6 +122,7 @@ async function seed(tenant: Tenant): Promise<Dataset> {
   // Annotation queues holding the trace, each with a like_dislike template the trace is rated
   // with (several, for the same reason), so the queue routes have something to find.
   const queueIds: string[] = [];
+  const queueTemplateIds: string[] = [];
   for (let i = 0; i < 3; i++) {
     const queue = await call("/v2/annotation_queues", { as: tenant, body: { name: { value: `fuzz-queue-${i}` } } });
     expect(queue.status, JSON.stringify(queue.body)).toBe(200);
@@ -129,6 +130,7 @@ async function seed(tenant: Tenant): Promise<Dataset> {
     const template = await call(`/v2/annotation_queues/${queue.body.id}/templates`, { as: tenant, body: { template: { name: "fuzz", constraints: { annotation_type: "like_dislike" } } } });
     expect(template.status, JSON.stringify(template.body)).toBe(200);
     templateIds.push(template.body.id);
+    queueTemplateIds.push(template.body.id);
     const added = await call(`/v2/annotation_queues/${queue.body.id}/records`, { as: tenant, body: { project_id: projectId, run_id: logStreamId, record_selector: { type: "record_ids", record_ids: [traceId] } } });
     expect(added.status, JSON.stringify(added.body)).toBe(200);
     const rating = await call(`/v2/annotation_queues/${queue.body.id}/records/${traceId}/rating?annotation_template_id=${template.body.id}`, {
@@ -139,17 +141,18 @@ async function seed(tenant: Tenant): Promise<Dataset> {
     expect(rating.status, JSON.stringify(rating.body)).toBe(200);
   }
   const token = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
-  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, user_id: [tenant.userId], run_id: [logStreamId] };
+  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, annotation_template_id: queueTemplateIds, user_id: [tenant.userId], run_id: [logStreamId] };
   return { tenant, member, token, projectId, logStreamId, experimentId, projectTemplateIds, named, ids: Object.values(named).flat() };
 }
 
 beforeAll(async () => {
   doc = (await call("/openapi.json")).body as OpenApiDocument;
-  // Deletions last: a fuzzed DELETE that succeeds removes what the other operations need to find
+  // Deletions last, the most specific first (a rating before its template, a template before its
+  // queue): a fuzzed DELETE that succeeds removes what the other operations need to find
   // (the seeded annotation templates) to get past their handlers' lookups.
   operations = Object.entries(doc.paths)
     .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ ...op, method: method.toUpperCase(), path })))
-    .sort((a, b) => Number(a.method === "DELETE") - Number(b.method === "DELETE"));
+    .sort((a, b) => Number(a.method === "DELETE") - Number(b.method === "DELETE") || (a.method === "DELETE" ? b.path.length - a.path.length : 0));
   for (let i = 0; i < 4; i++) datasets.push(await seed(await createTenant("admin")));
   stranger = await seed(await createTenant("admin"));
 }, 60_000);
@@ -246,7 +249,7 @@ function repaired(value: unknown, schema: JsonSchema, own: Dataset, useExperimen
   }
   // A rating must fit its template (the seeded ones are like_dislike), and a reorder must name
   // every template of the project.
-  if (declared.has("rating") && declared.has("explanation")) out.rating = { annotation_type: "like_dislike", value: true };
+  if (declared.has("rating")) out.rating = { annotation_type: "like_dislike", value: true };
   if (declared.has("ordering")) out.ordering = [...own.projectTemplateIds];
   // Streaming updates may repeat the path's id in the body, which these values cannot know;
   // spans posted on their own name the trace they belong to.
@@ -353,9 +356,18 @@ function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ content
   if (!mediaType || !content) return fc.constant({});
   if (operation.path.includes("/metrics/")) return metricsBodyOf(operation, own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
   if (operation.path.endsWith("search")) return searchBodyOf(own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
-  // An export's body is a search body with a root type; it is ordered by created_at only.
-  if (operation.path.endsWith("export_records")) {
+  // An export's body (streamed or queued) is a search body with a root type; it is ordered by created_at only.
+  if (/\/export_records(\/url)?$/.test(operation.path)) {
     return searchBodyOf(own).map((body) => ({ contentType: mediaType, body: JSON.stringify({ ...body, root_type: "trace", sort: { column_id: "created_at", ascending: (body.sort as { ascending?: boolean } | undefined)?.ascending ?? false } }) }));
+  }
+  // Queue routes whose bodies name what a schema cannot know: users of the caller's organization,
+  // and records of the run.
+  const json = (body: unknown) => ({ contentType: mediaType, body: JSON.stringify(body) });
+  if (operation.method === "POST" && operation.path.endsWith("/annotation_queues/{queue_id}/users")) {
+    return fc.constantFrom("owner", "editor", "annotator", "viewer").map((role) => json([{ user_id: own.tenant.userId, role }]));
+  }
+  if (operation.method === "POST" && operation.path.endsWith("/annotation_queues/{queue_id}/records")) {
+    return fc.constant(json({ project_id: own.projectId, run_id: own.logStreamId, record_selector: { type: "record_ids", record_ids: own.named.record_id } }));
   }
   return fc
     .tuple(valueOf(content.schema, doc, vocabularyOf(own, true)), fc.boolean())
@@ -424,10 +436,15 @@ function requestOf(operation: Operation, own: Dataset, mode: "fuzz" | "valid" = 
       : fc.oneof(fc.constantFrom("true", "false", "1", "0", "yes", "no", "", "maybe", "TRUE"), fc.constantFrom(...WORDS), fc.string({ maxLength: 8 }));
   // A declared query parameter gets values of its own schema (an enum's members, an integer in
   // range, a boolean), and, in the other modes, what clients get wrong besides.
-  const declaredQueryValue = (schema: JsonSchema) =>
-    mode === "valid" ? valueOf(schema, doc, vocabulary).map((v) => String(v)) : fc.oneof(valueOf(schema, doc, vocabulary).map((v) => String(v)), queryValue);
+  const declaredQueryValue = (schema: JsonSchema, name: string) => {
+    // A query parameter naming an id the caller owns (a queue rating's annotation_template_id)
+    // takes one in valid mode, as a path parameter does.
+    const owned = own.named[name];
+    if (mode === "valid" && owned) return fc.constantFrom(...owned);
+    return mode === "valid" ? valueOf(schema, doc, vocabulary).map((v) => String(v)) : fc.oneof(valueOf(schema, doc, vocabulary).map((v) => String(v)), queryValue);
+  };
   const query = fc.tuple(
-    ...params.filter((p) => p.in === "query").map((p) => fc.option(declaredQueryValue(p.schema).map((v) => [p.name, v] as [string, string]), { nil: undefined })),
+    ...params.filter((p) => p.in === "query").map((p) => fc.option(declaredQueryValue(p.schema, p.name).map((v) => [p.name, v] as [string, string]), { nil: undefined })),
     fc.option(fc.tuple(fc.constantFrom("project_id", "unknown", "__proto__", "limit"), queryValue), { nil: undefined }),
   );
   const extraHeaders = fc.record(
