@@ -1,7 +1,7 @@
 import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env, MoveMessage } from "./env";
-import { runScheduledMaintenance } from "./maintenance/scheduled";
+import { refreshMetricCellsEverywhere, runScheduledMaintenance } from "./maintenance/scheduled";
 import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
 import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
 
@@ -27,8 +27,10 @@ export default {
     isMoveQueue(batch.queue) ? handleMoveQueue(batch as MessageBatch<MoveMessage>, env) : handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env),
   scheduled: (controller, env, ctx) => {
     // Every cron run gives new, resumed and stalled project moves their message; the minutely
-    // cron exists for that alone, the others run the maintenance too.
+    // cron exists for that (and the metric cells' refresh), the others run the maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
+    // Every cron run, too: the pre-aggregated metric cells of hours that writes marked.
+    ctx.waitUntil(refreshMetricCellsEverywhere(env));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env, DeletionMessage | MoveMessage>;

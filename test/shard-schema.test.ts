@@ -25,6 +25,13 @@ const SHARD_TABLES = [
   "rollup_backfill",
   "annotation_templates",
   "annotation_ratings",
+  "metric_cells",
+  "metric_cell_values",
+  "metric_cell_bins",
+  "metric_cell_sessions",
+  "metric_dirty_hours",
+  "metric_settings",
+  "metric_cell_backfill",
 ];
 
 async function describeTable(db: D1Database, table: string) {
