@@ -74,19 +74,25 @@ export function cellCoverage(fromMicros: number, toMicros: number, bucketing: Bu
   return { hours, ranges, scannedMicros: ranges.reduce((total, [a, b]) => total + b - a, 0) };
 }
 
-/** Hours of [from, to) the cells cannot serve: marked for recomputation, or computed for another metadata key. */
-export async function unusableHours(db: D1Database, runId: string, fromMicros: number, toMicros: number, grouping: string, metadataKey: string | null): Promise<Set<number> | null> {
+export interface HourStates {
+  /** Hours the cells cannot serve: marked for recomputation, or computed for another metadata key. */
+  unusable: Set<number>;
+  /** Hours that have cells (an empty hour has none). */
+  computed: Set<number>;
+}
+
+/** The states of the hours of [from, to) of a run; null while the backfill has not marked every older trace's hour. */
+export async function hourStates(db: D1Database, runId: string, fromMicros: number, toMicros: number, grouping: string, metadataKey: string | null): Promise<HourStates | null> {
   if (!(await cellsBackfilled(db))) return null;
   const first = Math.floor(fromMicros / HOUR_MICROS);
   const last = Math.floor(toMicros / HOUR_MICROS);
-  const statements = [db.prepare("SELECT hour FROM metric_dirty_hours WHERE run_id = ?1 AND hour >= ?2 AND hour <= ?3").bind(runId, first, last)];
-  if (grouping === "metadata") {
-    statements.push(
-      db.prepare("SELECT hour FROM metric_cells WHERE run_id = ?1 AND grouping = '' AND hour >= ?2 AND hour <= ?3 AND metadata_key IS NOT ?4").bind(runId, first, last, metadataKey),
-    );
-  }
-  const results = await db.batch<{ hour: number }>(statements);
-  return new Set(results.flatMap((result) => result.results.map((row) => row.hour)));
+  const [dirty, computed] = await db.batch<{ hour: number; metadata_key: string | null }>([
+    db.prepare("SELECT hour FROM metric_dirty_hours WHERE run_id = ?1 AND hour >= ?2 AND hour <= ?3").bind(runId, first, last),
+    db.prepare("SELECT hour, metadata_key FROM metric_cells WHERE run_id = ?1 AND grouping = '' AND hour >= ?2 AND hour <= ?3").bind(runId, first, last),
+  ]);
+  const unusable = new Set(dirty!.results.map((row) => row.hour));
+  if (grouping === "metadata") for (const row of computed!.results) if (row.metadata_key !== metadataKey) unusable.add(row.hour);
+  return { unusable, computed: new Set(computed!.results.map((row) => row.hour)) };
 }
 
 /** The cell rows of the served hours, as (b: bucket, g: group) per bucketing and shown groups. */

@@ -32,7 +32,7 @@ import {
 } from "./aggregate-records";
 import { HOUR_MICROS } from "./metric-cells";
 import type { MetricsWindow } from "./metrics-window";
-import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, topGroupsFromCells, unusableHours } from "./preaggregated-read";
+import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, topGroupsFromCells, hourStates } from "./preaggregated-read";
 
 export interface AggregationRequest {
   projectId: string;
@@ -106,9 +106,11 @@ export async function runAggregation(
     const buckets: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.intervalMicros };
     const grouping = cellGrouping(request.group, declaredKey);
     if (plan.cells && request.family === "trace" && unfiltered(request.filter) && grouping !== null && fromMicros < scope.toMicros) {
-      const unusable = await unusableHours(db, request.runId, fromMicros, scope.toMicros, grouping, declaredKey);
+      const states = await hourStates(db, request.runId, fromMicros, scope.toMicros, grouping, declaredKey);
+      const unusable = states?.unusable;
       const coverage = unusable && cellCoverage(fromMicros, scope.toMicros, buckets, unusable);
-      if (unusable && coverage && coverage.hours.length > 0) {
+      // Cells only when some served hour has them: else the scan answers, with exact percentiles.
+      if (unusable && coverage && coverage.hours.some((hour) => states.computed.has(hour))) {
         const cellPlan = plan.cells;
         const work = () => cellAggregation(db, request, scope, whole, buckets, plan.values(fromMicros), cellPlan, grouping, unusable, coverage);
         return coverage.scannedMicros > CELL_SCAN_ALLOWANCE_MICROS ? withinScanAdmission(c.env, organizationId, METRICS_COST, work) : work();
