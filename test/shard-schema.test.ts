@@ -32,6 +32,7 @@ const SHARD_TABLES = [
   "metric_dirty_hours",
   "metric_settings",
   "metric_cell_backfill",
+  "span_model_prices",
 ];
 
 async function describeTable(db: D1Database, table: string) {
