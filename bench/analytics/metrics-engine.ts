@@ -13,7 +13,7 @@ import { cellCoverage, cellStatements } from "../../src/analytics/preaggregated-
 import { traceMetricsPlan } from "../../src/analytics/metrics-search";
 import { HOUR_MICROS, REFRESH_STATEMENTS } from "../../src/analytics/metric-cells";
 
-const SAMPLES = 5;
+const SAMPLES = 3;
 
 async function timed(file: string, statements: Statement[]): Promise<number> {
   const script = [".parameter init", ".timer on", ...statements.map((s) => boundStatement(s as SqlStatement))].join("\n");

@@ -33,7 +33,11 @@ export interface AggregateScope {
   fromMicros: number;
   toMicros: number;
   filter: FilterNode;
-  /** Only the records created in these [from, to) ranges (the hours no pre-aggregate serves); all of the window when absent. */
+  /**
+   * Only the records created in these [from, to) ranges (the hours no pre-aggregate serves); all
+   * of the window when absent. CROSS JOIN keeps the ranges the outer loop: one index range of
+   * records_family_order per range, never the whole window read and tested against each range.
+   */
   ranges?: readonly (readonly [number, number])[];
 }
 
@@ -103,7 +107,7 @@ export function baseRows(scope: AggregateScope, bucketing: Bucketing, group: Gro
   const g = top === null ? raw : sql`CASE WHEN ${raw} IN (SELECT value FROM json_each(${pack.list(top)})) THEN ${raw} ELSE ${pack.value(OTHER_GROUP)} END`;
   const columns = values.map((value, i) => sql`, ${value(pack)} AS ${sql.raw(`"v${i}"`)}`);
   return sql`SELECT (${r.createdAt} - ${pack.value(bucketing.startMicros)}) / ${pack.value(bucketing.intervalMicros)} AS "b", ${g} AS "g", ${r.sessionId} AS "sid"${sql.join(columns, sql.raw(""))}
-    FROM ${scope.ranges ? sql`json_each(${pack.value(JSON.stringify(scope.ranges))}) AS "sr" JOIN ` : sql.raw("")}"records" AS "r"${groupJoin(group, pack)}
+    FROM ${scope.ranges ? sql`json_each(${pack.value(JSON.stringify(scope.ranges))}) AS "sr" CROSS JOIN ` : sql.raw("")}"records" AS "r"${groupJoin(group, pack)}
     WHERE ${scope.ranges ? sql.raw(`"r"."created_at" >= "sr"."value" ->> 0 AND "r"."created_at" < "sr"."value" ->> 1 AND `) : sql.raw("")}${r.familyKey} = ${familyKeyOf(pack.value(scope.runId), pack.value(scope.family))}
       AND ${r.createdAt} >= ${pack.value(scope.fromMicros)} AND ${r.createdAt} < ${pack.value(scope.toMicros)}
       AND ${group.kind === "none" ? sql.raw("1") : sql`${raw} IS NOT NULL`} AND ${compileFilter(scope.filter, pack)}`;
