@@ -105,13 +105,24 @@ class CellSource {
     private readonly top: readonly string[] | null,
   ) {}
 
-  /** FROM-clause rows of a cell table `x` joined to the served hours, with "b" and "g". */
-  rows(pack: SqlParamPack, table: string, columns: string): SQL {
-    const bucketed = this.hours.map((hour) => [hour, Math.floor((hour * HOUR_MICROS - this.bucketing.startMicros) / this.bucketing.intervalMicros)]);
+  /**
+   * Rows of a cell table `x` in the served hours, with "b" and "g": a range of the table's key
+   * (run, grouping[, names], first to last served hour) less the hours between them not served,
+   * so the table is read in key order once, never probed per hour.
+   */
+  rows(pack: SqlParamPack, table: string, columns: string, names: readonly string[] | null = null): SQL {
+    const first = this.hours[0] ?? 0;
+    const last = this.hours[this.hours.length - 1] ?? -1;
+    const served = new Set(this.hours);
+    const skipped: string[] = [];
+    for (let hour = first; hour <= last; hour += 1) if (!served.has(hour)) skipped.push(String(hour));
     const raw = sql.raw(`"x"."group_value"`);
     const g = this.grouping === "" ? sql.raw("NULL") : this.top === null ? raw : sql`CASE WHEN ${raw} IN (SELECT value FROM json_each(${pack.list(this.top)})) THEN ${raw} ELSE ${pack.value(OTHER_GROUP)} END`;
-    return sql`SELECT "hb"."value" ->> 1 AS "b", ${g} AS "g", ${sql.raw(columns)} FROM json_each(${pack.value(JSON.stringify(bucketed))}) AS "hb"
-      JOIN ${sql.raw(`"${table}"`)} AS "x" ON "x"."run_id" = ${pack.value(this.runId)} AND "x"."grouping" = ${pack.value(this.grouping)} AND "x"."hour" = "hb"."value" ->> 0`;
+    const named = names === null ? sql.raw("") : sql` AND "x"."name" IN (SELECT value FROM json_each(${pack.list(names)}))`;
+    return sql`SELECT ("x"."hour" * ${sql.raw(String(HOUR_MICROS))} - ${pack.value(this.bucketing.startMicros)}) / ${pack.value(this.bucketing.intervalMicros)} AS "b", ${g} AS "g", ${sql.raw(columns)}
+      FROM ${sql.raw(`"${table}"`)} AS "x"
+      WHERE "x"."run_id" = ${pack.value(this.runId)} AND "x"."grouping" = ${pack.value(this.grouping)}${named}
+        AND "x"."hour" >= ${pack.value(first)} AND "x"."hour" <= ${pack.value(last)} AND CAST("x"."hour" AS TEXT) NOT IN (SELECT value FROM json_each(${pack.list(skipped)}))`;
   }
 }
 
@@ -144,11 +155,10 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
   const counts = toStatement(sql`SELECT "b", "g", sum("n") AS "records" FROM (${cells.rows(pack, "metric_cells", `"x"."traces" AS "n"`)}) GROUP BY "b", "g"`, pack);
 
   pack = new SqlParamPack();
-  const nameList = pack.list(plan.names);
   const valueRows = toStatement(
     sql`SELECT "b", "g", "name", sum("n") AS "n", sum("total") AS "s", min("lo") AS "lo", max("hi") AS "hi", sum("trues") AS "t"
-      FROM (${cells.rows(pack, "metric_cell_values", `"x"."name" AS "name", "x"."n" AS "n", "x"."total" AS "total", "x"."lo" AS "lo", "x"."hi" AS "hi", "x"."trues" AS "trues"`)})
-      WHERE "name" IN (SELECT value FROM json_each(${nameList})) GROUP BY "b", "g", "name"`,
+      FROM (${cells.rows(pack, "metric_cell_values", `"x"."name" AS "name", "x"."n" AS "n", "x"."total" AS "total", "x"."lo" AS "lo", "x"."hi" AS "hi", "x"."trues" AS "trues"`, plan.names)})
+      GROUP BY "b", "g", "name"`,
     pack,
   );
 
