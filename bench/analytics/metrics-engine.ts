@@ -4,9 +4,11 @@
  * scanned (no cells) and from the pre-aggregated cells (after the refresh), ungrouped at 1-hour
  * buckets and grouped by name, tags and a declared metadata key at 1-day buckets; and the time the
  * refresh takes to compute every hour's cells. Same run, same file, so the ratios compare.
- * `npx tsx bench/analytics/metrics-engine.ts [records]` (the search bench's cached dataset).
+ * `npx tsx bench/analytics/metrics-engine.ts [records] [dataset dir]` (the search bench's cached dataset).
  */
-import { copyDataset, discardCopy, ensureDataset } from "../dataset/dataset-cache";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { copyDataset, type Dataset, discardCopy, ensureDataset, sqliteFileOf } from "../dataset/dataset-cache";
 import { boundStatement, runSqlite, type SqlStatement } from "../lib/sqlite-cli";
 import { aggregateStatement, type AggregateScope, type Bucketing, type GroupSpec, percentileStatement, type Statement } from "../../src/analytics/aggregate-records";
 import { cellCoverage, cellStatements } from "../../src/analytics/preaggregated-read";
@@ -28,7 +30,12 @@ async function timed(file: string, statements: Statement[]): Promise<number> {
 
 async function main() {
   const records = Number(process.argv[2] ?? 100_000);
-  const dataset = copyDataset(await ensureDataset(records, 1), "metrics-engine");
+  // A built dataset directory as the third argument (reads only: any dataset of the same generator will do).
+  const given = process.argv[3];
+  const source: Dataset = given
+    ? { manifest: JSON.parse(readFileSync(path.join(given, "manifest.json"), "utf8")), persistDir: given, sqliteFile: sqliteFileOf(given) }
+    : await ensureDataset(records, 1);
+  const dataset = copyDataset(source, "metrics-engine");
   try {
     const file = dataset.sqliteFile;
     const runId = dataset.manifest.tenant.logStreamId;
