@@ -5,6 +5,7 @@ import { registerAnnotationQueues } from "./annotation-queues/queue-routes";
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
+import { registerAnalyticsSettings } from "./analytics/analytics-settings-routes";
 import { registerMetrics } from "./analytics/metrics-routes";
 import { registerLogout } from "./auth/logout-route";
 import { registerAvailableColumns } from "./columns/available-columns-route";
@@ -67,6 +68,7 @@ function protectedRoutes() {
   registerSearch(router);
   registerCounts(router);
   registerMetrics(router);
+  registerAnalyticsSettings(router);
   registerRecordLookups(router);
   registerDeletion(router);
   registerDeleteByFilter(router);

@@ -3,7 +3,7 @@ import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env, ExportMessage, MoveMessage } from "./env";
 import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
-import { runScheduledMaintenance } from "./maintenance/scheduled";
+import { refreshMetricCellsEverywhere, runScheduledMaintenance } from "./maintenance/scheduled";
 import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
 import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
 
@@ -35,8 +35,10 @@ export default {
   },
   scheduled: (controller, env, ctx) => {
     // Every cron run gives new, resumed and stalled project moves their message; the minutely
-    // cron exists for that alone, the others run the maintenance too.
+    // cron exists for that (and the metric cells' refresh), the others run the maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
+    // Every cron run, too: the pre-aggregated metric cells of hours that writes marked.
+    ctx.waitUntil(refreshMetricCellsEverywhere(env));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage>;

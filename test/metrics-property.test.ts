@@ -6,7 +6,9 @@
  */
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
+import { refreshMetricCells } from "../src/analytics/metric-cells";
 import { call } from "./support/client";
+import { recordDatabases, recordsOf } from "./support/record-dbs";
 import { type Tenant, createTenant } from "./support/tenants";
 
 const HOUR = 3_600_000;
@@ -235,13 +237,17 @@ function traceFigures(records: Raw[], averaged: string[]): Record<string, number
   };
 }
 
+/** Relative error allowed: exact (float rounding) unless the key is a percentile and percentiles may come from histograms. */
+let percentileTolerance = 1e-9;
+const toleranceOf = (key: string) => (/^p\d+_latency_ns$/.test(key) ? percentileTolerance : 1e-9);
+
 function expectFigures(actual: Record<string, unknown>, expected: Record<string, number | null>, where: string) {
   for (const [key, value] of Object.entries(expected)) {
     const got = actual[key];
     if (value === null) expect(got ?? null, `${where} ${key}`).toBeNull();
     else {
       expect(typeof got, `${where} ${key}`).toBe("number");
-      expect(Math.abs((got as number) - value), `${where} ${key}: ${got} vs ${value}`).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(value)));
+      expect(Math.abs((got as number) - value), `${where} ${key}: ${got} vs ${value}`).toBeLessThanOrEqual(toleranceOf(key) * Math.max(1, Math.abs(value)));
     }
   }
 }
@@ -276,8 +282,8 @@ function checkBuckets(body: any, key: string, ref: ReturnType<typeof reference>,
   buckets.forEach((bucket: Record<string, unknown>, i: number) => {
     expect(bucket.start_bucket_time).toBe(new Date(q.startMs + i * q.interval * 60_000).toISOString().replace("Z", "000Z"));
     const cell = ref.cells[i]!;
-    if (q.group === null) expectFigures({ v: bucket.value }, { v: figure(cell.get("") ?? []) }, `bucket ${i}`);
-    else for (const g of ref.shown) expectFigures({ v: bucket[g] }, { v: figure(cell.get(g) ?? []) }, `bucket ${i} group ${g}`);
+    if (q.group === null) expectFigures({ [key]: bucket.value }, { [key]: figure(cell.get("") ?? []) }, `bucket ${i}`);
+    else for (const g of ref.shown) expectFigures({ [key]: bucket[g] }, { [key]: figure(cell.get(g) ?? []) }, `bucket ${i} group ${g}`);
   });
 }
 
@@ -362,4 +368,75 @@ describe("metrics/custom_search", () => {
       { numRuns: 25 },
     );
   }, 240_000);
+});
+
+/** Recomputes every marked hour's pre-aggregated cells, as the minutely refresh does. */
+async function refreshCells(): Promise<void> {
+  for (const db of recordDatabases()) while (!(await refreshMetricCells(db, 5, 3)).complete);
+}
+
+/** The pre-aggregated path: whole hours of the window answered from cells (src/analytics/preaggregated-read.ts). */
+const alignedQueryArb = fc.record({
+  startHour: fc.integer({ min: -2, max: 3 }),
+  hours: fc.integer({ min: 1, max: 9 }),
+  extraMinutes: fc.constantFrom(0, 0, 0, 25),
+  interval: fc.constantFrom(60, 60, 120, 1440, 30),
+  group: fc.constantFrom<Group>(null, "name", "tags", "user_metadata.customer"),
+});
+
+async function checkAligned(runs: number) {
+  percentileTolerance = 0.01;
+  try {
+    await fc.assert(
+      fc.asyncProperty(alignedQueryArb, async (raw) => {
+        const startMs = T0 + raw.startHour * HOUR;
+        const q: Query = { startMs, endMs: startMs + raw.hours * HOUR + raw.extraMinutes * 60_000, interval: raw.interval, filter: null, group: raw.group };
+        const answer = await call(`/v2/projects/${projectId}/metrics/search`, {
+          as: tenant,
+          body: { log_stream_id: stream, start_time: new Date(q.startMs).toISOString(), end_time: new Date(q.endMs).toISOString(), interval: q.interval, group_by: q.group },
+        });
+        expect(answer.status, JSON.stringify(answer.body).slice(0, 400)).toBe(200);
+        const ref = reference(traces, q);
+        expect(answer.body.group_by_columns).toEqual(ref.shown);
+        const averaged = ["toxicity"];
+        expectFigures(answer.body.aggregate_metrics, traceFigures(ref.whole, averaged), "aggregate");
+        for (const key of Object.keys(traceFigures([], averaged))) checkBuckets(answer.body, key, ref, q, (records) => traceFigures(records, averaged)[key]!);
+      }),
+      { numRuns: runs },
+    );
+  } finally {
+    percentileTolerance = 1e-9;
+  }
+}
+
+describe("metrics/search from pre-aggregated cells", () => {
+  it("equals the reference after the cells are computed, after writes that mark hours, and after they are recomputed", async () => {
+    const settings = await call(`/v2/projects/${projectId}/analytics_settings`, { as: tenant, method: "PUT", body: { metadata_key: "customer" } });
+    expect(settings.status).toBe(200);
+    await refreshCells();
+    const db = await recordsOf(projectId);
+    const cells = await db.prepare("SELECT count(*) AS n FROM metric_cells WHERE run_id = ?1 AND grouping = 'metadata'").bind(stream).first<{ n: number }>();
+    expect(cells!.n).toBeGreaterThan(0);
+    await checkAligned(15);
+
+    // Writes after the refresh: new traces, patches (a new extreme duration), deletions. Their hours are marked and scanned.
+    const { batches, int } = randomData(77);
+    const answer = await call(`/v2/projects/${projectId}/traces`, { as: tenant, body: { log_stream_id: stream, traces: batches[0] } });
+    expect(answer.status).toBe(200);
+    const longest = [...traces].sort((a, b) => (b.metrics.duration_ns ?? 0) - (a.metrics.duration_ns ?? 0))[0]!;
+    for (const trace of [longest, ...traces.slice(20, 25)]) {
+      const patch = await call(`/v2/projects/${projectId}/traces/${trace.id}`, { as: tenant, method: "PATCH", body: { log_stream_id: stream, status_code: 500, duration_ns: int(1, 50) } });
+      expect(patch.status).toBe(200);
+    }
+    const erase = await call("/v2/org-jobs/delete-by-metadata?immediate=true", { as: tenant, body: { metadata_key: "erase", metadata_value: "span-gone" } });
+    expect(erase.status).toBe(200);
+    const dirty = await db.prepare("SELECT count(*) AS n FROM metric_dirty_hours WHERE run_id = ?1").bind(stream).first<{ n: number }>();
+    expect(dirty!.n).toBeGreaterThan(0);
+    traces = await everything("traces");
+    spans = await everything("spans");
+    await checkAligned(10);
+
+    await refreshCells();
+    await checkAligned(10);
+  }, 300_000);
 });

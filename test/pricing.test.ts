@@ -107,6 +107,41 @@ describe("cost at ingestion", () => {
   });
 });
 
+describe("cost when the model and the token counts arrive in different writes", () => {
+  const streamSpan = async (traceId: string, span: unknown) => {
+    const response = await call(`/v2/projects/${projectId}/spans`, { as: tenant, body: { log_stream_id: logStreamId, trace_id: traceId, parent_id: traceId, spans: [span] } });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+  };
+
+  it("is computed when the token counts come after the model (streaming), and the trace's roll-up follows", async () => {
+    const id = uuid();
+    const traceId = await ingestTrace([llmSpan(uuid(), { num_input_tokens: 10, num_output_tokens: 1, cost: 0.5 })]);
+    await streamSpan(traceId, llmSpan(id, {}));
+    expect((await storedMetrics("id", id)).metrics.cost).toBeUndefined();
+    await streamSpan(traceId, { id, type: "llm", name: "chat", metrics: { num_input_tokens: 1000, num_output_tokens: 200 } });
+    const { metrics, derived } = await storedMetrics("id", id);
+    const cost = (1000 * MINI.input + 200 * MINI.output) / 1e6;
+    expect(metrics.cost).toBe(cost);
+    expect(derived & 1).toBe(1);
+    expect((await storedMetrics("id", traceId)).metrics.cost).toBeCloseTo(0.5 + cost, 15);
+  });
+
+  it("is computed when the model comes after the token counts (a merge of the same span)", async () => {
+    const id = uuid();
+    const traceId = await ingestTrace([llmSpan(id, { num_input_tokens: 3000, num_output_tokens: 50 }, null)]);
+    expect((await storedMetrics("id", id)).metrics.cost).toBeUndefined();
+    await ingestTrace([llmSpan(id, {}, "gpt-4o-mini")], tenant, projectId, logStreamId, traceId);
+    expect((await storedMetrics("id", id)).metrics.cost).toBe((3000 * MINI.input + 50 * MINI.output) / 1e6);
+  });
+
+  it("never replaces a cost the client sent in the first write", async () => {
+    const id = uuid();
+    const traceId = await ingestTrace([llmSpan(id, { cost: 3 })]);
+    await ingestTrace([llmSpan(id, { num_input_tokens: 1000, num_output_tokens: 200 }, null)], tenant, projectId, logStreamId, traceId);
+    expect(await storedMetrics("id", id)).toEqual({ metrics: { cost: 3, num_input_tokens: 1000, num_output_tokens: 200 }, derived: 0 });
+  });
+});
+
 describe("price overrides", () => {
   it("apply to the organization's spans written after them, by exact name or family, and to no other organization", async () => {
     const own = await createTenant();

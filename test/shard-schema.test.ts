@@ -26,6 +26,14 @@ const SHARD_TABLES = [
   "annotation_templates",
   "annotation_ratings",
   "annotation_queue_entries",
+  "metric_cells",
+  "metric_cell_values",
+  "metric_cell_bins",
+  "metric_cell_sessions",
+  "metric_dirty_hours",
+  "metric_settings",
+  "metric_cell_backfill",
+  "span_model_prices",
 ];
 
 async function describeTable(db: D1Database, table: string) {

@@ -33,6 +33,12 @@ export interface AggregateScope {
   fromMicros: number;
   toMicros: number;
   filter: FilterNode;
+  /**
+   * Only the records created in these [from, to) ranges (the hours no pre-aggregate serves); all
+   * of the window when absent. CROSS JOIN keeps the ranges the outer loop: one index range of
+   * records_family_order per range, never the whole window read and tested against each range.
+   */
+  ranges?: readonly (readonly [number, number])[];
 }
 
 /** A number per record (NULL: no value), built over the record alias `r`. */
@@ -67,7 +73,7 @@ export interface Statement {
   params: [string];
 }
 
-function toStatement(statement: SQL, pack: SqlParamPack): Statement {
+export function toStatement(statement: SQL, pack: SqlParamPack): Statement {
   return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
 }
 
@@ -82,7 +88,7 @@ function groupJoin(group: GroupSpec, pack: SqlParamPack): SQL {
   }
 }
 
-function groupValue(group: GroupSpec): SQL {
+export function groupValue(group: GroupSpec): SQL {
   switch (group.kind) {
     case "none":
       return sql.raw("NULL");
@@ -96,13 +102,13 @@ function groupValue(group: GroupSpec): SQL {
 }
 
 /** The records of the scope as rows (b: bucket, g: group, sid: session, v0..: values). */
-function baseRows(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, top: readonly string[] | null, values: ValueExpression[], pack: SqlParamPack): SQL {
+export function baseRows(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, top: readonly string[] | null, values: ValueExpression[], pack: SqlParamPack): SQL {
   const raw = groupValue(group);
   const g = top === null ? raw : sql`CASE WHEN ${raw} IN (SELECT value FROM json_each(${pack.list(top)})) THEN ${raw} ELSE ${pack.value(OTHER_GROUP)} END`;
   const columns = values.map((value, i) => sql`, ${value(pack)} AS ${sql.raw(`"v${i}"`)}`);
   return sql`SELECT (${r.createdAt} - ${pack.value(bucketing.startMicros)}) / ${pack.value(bucketing.intervalMicros)} AS "b", ${g} AS "g", ${r.sessionId} AS "sid"${sql.join(columns, sql.raw(""))}
-    FROM "records" AS "r"${groupJoin(group, pack)}
-    WHERE ${r.familyKey} = ${familyKeyOf(pack.value(scope.runId), pack.value(scope.family))}
+    FROM ${scope.ranges ? sql`json_each(${pack.value(JSON.stringify(scope.ranges))}) AS "sr" CROSS JOIN ` : sql.raw("")}"records" AS "r"${groupJoin(group, pack)}
+    WHERE ${scope.ranges ? sql.raw(`"r"."created_at" >= "sr"."value" ->> 0 AND "r"."created_at" < "sr"."value" ->> 1 AND `) : sql.raw("")}${r.familyKey} = ${familyKeyOf(pack.value(scope.runId), pack.value(scope.family))}
       AND ${r.createdAt} >= ${pack.value(scope.fromMicros)} AND ${r.createdAt} < ${pack.value(scope.toMicros)}
       AND ${group.kind === "none" ? sql.raw("1") : sql`${raw} IS NOT NULL`} AND ${compileFilter(scope.filter, pack)}`;
 }

@@ -8,7 +8,9 @@
 import { sql } from "drizzle-orm";
 import type { CellStats, ValueExpression } from "./aggregate-records";
 import { type Figures, ratio } from "./metrics-answer";
+import { CELL_ERRORS, CELL_SPANS, CELL_TOTAL_TOKENS } from "./metric-cells";
 import { metricValue } from "./metric-values";
+import type { CellPlan } from "./preaggregated-read";
 
 /** Metrics that have keys of their own; every other metric of the run gets `average_<name>`. */
 const OWN_KEYS = new Set(["duration_ns", "num_input_tokens", "num_output_tokens", "num_total_tokens", "cost"]);
@@ -33,6 +35,7 @@ export interface TraceMetricsPlan {
   percentiles: Map<number, number[]>;
   keys: string[];
   figures: (cell: CellStats | undefined) => Figures;
+  cells: CellPlan;
 }
 
 export function traceMetricsPlan(runMetrics: ReadonlySet<string>): TraceMetricsPlan {
@@ -73,5 +76,7 @@ export function traceMetricsPlan(runMetrics: ReadonlySet<string>): TraceMetricsP
       ...Object.fromEntries(averaged.map((m, k) => [`average_${m}`, mean(COST + 1 + k)])),
     };
   };
-  return { values, percentiles: new Map([[DURATION, LATENCY_PERCENTILES]]), keys, figures };
+  // The pre-aggregated cells hold every one of these values under these names (metric-cells.ts).
+  const cells: CellPlan = { names: [CELL_ERRORS, CELL_SPANS, CELL_TOTAL_TOKENS, ...fixed, ...averaged], durationIndex: DURATION, percentiles: LATENCY_PERCENTILES };
+  return { values, percentiles: new Map([[DURATION, LATENCY_PERCENTILES]]), keys, figures, cells };
 }

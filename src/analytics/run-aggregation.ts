@@ -4,7 +4,8 @@
  * percentiles asked for. The caller's run was proven its own before (catalog), and every
  * statement is confined to that run's family; the window is cut at the project's retention, so
  * expired records are never counted. Scan-class: it holds one of the organization's scan slots
- * (withinScanAdmission, docs/limits.md) while it runs.
+ * (withinScanAdmission, docs/limits.md) while it runs, unless pre-aggregated cells serve all but
+ * a day of the window (preaggregated-read.ts).
  */
 import type { Context } from "hono";
 import { nowMicros } from "../db/client";
@@ -29,7 +30,9 @@ import {
   topGroupsStatement,
   type ValueExpression,
 } from "./aggregate-records";
+import { HOUR_MICROS } from "./metric-cells";
 import type { MetricsWindow } from "./metrics-window";
+import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, topGroupsFromCells, hourStates } from "./preaggregated-read";
 
 export interface AggregationRequest {
   projectId: string;
@@ -46,6 +49,8 @@ export interface AggregationPlan {
   values: (fromMicros: number) => ValueExpression[];
   /** Percentiles (1..99) asked of some values, by index. */
   percentiles: Map<number, number[]>;
+  /** What the pre-aggregated cells hold of these values, when they can serve the plan (metrics/search). */
+  cells?: CellPlan;
 }
 
 export interface AggregationResult {
@@ -73,38 +78,54 @@ const METRICS_COST: QueryCost = { class: "scan", reasons: ["metrics aggregate ev
 
 const prepared = (db: D1Database, statement: Statement) => db.prepare(statement.sql).bind(...statement.params);
 
+/** The empty filter: what a request without filters normalizes to. */
+const unfiltered = (filter: FilterNode) => filter.kind === "and" && filter.children.length === 0;
+
+/** Pre-aggregated answers that scan at most this much of their window run outside the scan admission. */
+const CELL_SCAN_ALLOWANCE_MICROS = 24 * HOUR_MICROS;
+
+/** The project's declared analytics metadata key (catalog), or null. */
+async function declaredMetadataKey(c: Context<AppEnv>, projectId: string): Promise<string | null> {
+  const row = await c.env.DB.prepare("SELECT metadata_key FROM project_analytics_settings WHERE project_id = ?1").bind(projectId).first<{ metadata_key: string | null }>();
+  return row?.metadata_key ?? null;
+}
+
 export async function runAggregation(
   c: Context<AppEnv>,
   request: AggregationRequest,
   planFor: (runMetrics: ReadonlySet<string>) => AggregationPlan,
 ): Promise<AggregationResult> {
   const organizationId = c.get("principal").organizationId;
+  const declaredKey = request.group.kind === "metadata" ? await declaredMetadataKey(c, request.projectId) : null;
   return onProjectShard(c, request.projectId, "read", async ({ db, route }) => {
     const plan = planFor(await runMetricNames(db, request.runId, request.family));
-    return withinScanAdmission(c.env, organizationId, METRICS_COST, async () => {
-      const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros());
-      const fromMicros = Math.max(request.window.startMicros, cutoff ?? Number.MIN_SAFE_INTEGER);
-      const scope: AggregateScope = { family: request.family, runId: request.runId, fromMicros, toMicros: request.window.endMicros, filter: request.filter };
-      const values = plan.values(fromMicros);
-      let top: string[] | null = null;
-      let groups: string[] = [];
-      if (request.group.kind !== "none") {
-        const ranked = (await prepared(db, topGroupsStatement(scope, request.group)).all<{ g: string; n: number }>()).results.map((row) => row.g);
-        groups = ranked.slice(0, TOP_GROUPS);
-        if (ranked.length > TOP_GROUPS) {
-          top = groups;
-          groups = [...groups, OTHER_GROUP];
-        }
+    const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros());
+    const fromMicros = Math.max(request.window.startMicros, cutoff ?? Number.MIN_SAFE_INTEGER);
+    const scope: AggregateScope = { family: request.family, runId: request.runId, fromMicros, toMicros: request.window.endMicros, filter: request.filter };
+    const whole: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.endMicros - request.window.startMicros };
+    const buckets: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.intervalMicros };
+    const grouping = cellGrouping(request.group, declaredKey);
+    if (plan.cells && request.family === "trace" && unfiltered(request.filter) && grouping !== null && fromMicros < scope.toMicros) {
+      const states = await hourStates(db, request.runId, fromMicros, scope.toMicros, grouping, declaredKey);
+      const unusable = states?.unusable;
+      const coverage = unusable && cellCoverage(fromMicros, scope.toMicros, buckets, unusable);
+      // Cells only when some served hour has them: else the scan answers, with exact percentiles.
+      if (unusable && coverage && coverage.hours.some((hour) => states.computed.has(hour))) {
+        const cellPlan = plan.cells;
+        const work = () => cellAggregation(db, request, scope, whole, buckets, plan.values(fromMicros), cellPlan, grouping, unusable, coverage);
+        return coverage.scannedMicros > CELL_SCAN_ALLOWANCE_MICROS ? withinScanAdmission(c.env, organizationId, METRICS_COST, work) : work();
       }
-      const whole: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.endMicros - request.window.startMicros };
-      const buckets: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.intervalMicros };
+    }
+    return withinScanAdmission(c.env, organizationId, METRICS_COST, async () => {
+      const values = plan.values(fromMicros);
+      const groups = await rankGroups(request.group, () => prepared(db, topGroupsStatement(scope, request.group)));
       const none: GroupSpec = { kind: "none" };
       const percentiled = [...plan.percentiles.entries()];
       const statements = [
         aggregateStatement(scope, whole, none, null, values),
         ...percentiled.map(([i, ps]) => percentileStatement(scope, whole, none, null, values[i]!, ps)),
-        aggregateStatement(scope, buckets, request.group, top, values),
-        ...percentiled.map(([i, ps]) => percentileStatement(scope, buckets, request.group, top, values[i]!, ps)),
+        aggregateStatement(scope, buckets, request.group, groups.top, values),
+        ...percentiled.map(([i, ps]) => percentileStatement(scope, buckets, request.group, groups.top, values[i]!, ps)),
       ];
       const results = await db.batch(statements.map((s) => prepared(db, s)));
       const wholeCells = readAggregates(results[0]!.results as never[], values.length);
@@ -113,7 +134,40 @@ export async function runAggregation(
         readPercentiles(wholeCells, results[1 + k]!.results as never[], i, ps);
         readPercentiles(cells, results[2 + percentiled.length + k]!.results as never[], i, ps);
       });
-      return { groups, whole: [...wholeCells.values()][0], cells };
+      return { groups: groups.shown, whole: [...wholeCells.values()][0], cells };
     });
   });
+}
+
+/** The groups to show (most records first, then "other" when there are more) and the named ones when "other" exists. */
+async function rankGroups(group: GroupSpec, statement: () => D1PreparedStatement): Promise<{ shown: string[]; top: string[] | null }> {
+  if (group.kind === "none") return { shown: [], top: null };
+  const ranked = (await statement().all<{ g: string; n: number }>()).results.map((row) => row.g);
+  const shown = ranked.slice(0, TOP_GROUPS);
+  return ranked.length > TOP_GROUPS ? { shown: [...shown, OTHER_GROUP], top: shown } : { shown, top: null };
+}
+
+/** The aggregation from the pre-aggregated cells of the served hours and a scan of the rest (preaggregated-read.ts). */
+async function cellAggregation(
+  db: D1Database,
+  request: AggregationRequest,
+  scope: AggregateScope,
+  whole: Bucketing,
+  buckets: Bucketing,
+  values: ValueExpression[],
+  plan: CellPlan,
+  grouping: string,
+  unusable: ReadonlySet<number>,
+  coverage: CellCoverage,
+): Promise<AggregationResult> {
+  const wholeCoverage = cellCoverage(scope.fromMicros, scope.toMicros, whole, unusable);
+  const wholeScope: AggregateScope = { ...scope, ranges: wholeCoverage.ranges };
+  const bucketScope: AggregateScope = { ...scope, ranges: coverage.ranges };
+  const groups = await rankGroups(request.group, () => prepared(db, topGroupsFromCells(wholeScope, request.group, request.runId, grouping, wholeCoverage.hours)));
+  const wholeStatements = cellStatements(wholeScope, whole, { kind: "none" }, null, values, plan, request.runId, "", wholeCoverage.hours);
+  const bucketStatements = cellStatements(bucketScope, buckets, request.group, groups.top, values, plan, request.runId, grouping, coverage.hours);
+  const statements = [...wholeStatements.statements, ...bucketStatements.statements];
+  const results = await db.batch(statements.map((s) => prepared(db, s)));
+  const split = wholeStatements.statements.length;
+  return { groups: groups.shown, whole: [...wholeStatements.read(results.slice(0, split)).values()][0], cells: bucketStatements.read(results.slice(split)) };
 }

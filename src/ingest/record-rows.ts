@@ -86,6 +86,12 @@ export interface RecordBatch {
   parentIds: string[];
   /** [family, column id] pairs that hold a value in this batch. */
   presentColumns: [RecordFamily, string][];
+  /**
+   * [model, input price, output price] of llm spans whose model has a price but that carry no
+   * cost and cannot compute one yet (a token count is missing): the price a later write's token
+   * counts are priced with (write-records.ts, trigger `records_cost_when_known`).
+   */
+  pendingPrices?: [string, number, number][];
 }
 
 export interface IngestContext {
@@ -160,7 +166,7 @@ function filledColumns(row: RecordRow, metricNames: string[]): string[] {
 }
 
 class BatchBuilder {
-  readonly batch: RecordBatch = { records: [], encoded: [], parentIds: [], presentColumns: [] };
+  readonly batch: RecordBatch = { records: [], encoded: [], parentIds: [], presentColumns: [], pendingPrices: [] };
   private readonly present = new Set<string>();
   private readonly parents = new Set<string>();
   /** Where each id of the request was first seen. */
@@ -323,12 +329,17 @@ function spanKindFields(span: IngestSpan): Partial<RecordRow> {
  * model's price, marked as derived; a span whose model has no price gets none. A write that
  * lacks one of the three leaves the cost alone (a later write that completes them computes it).
  */
-function withComputedCost(row: RecordRow, metrics: Record<string, number>, prices: PriceBook): void {
+function withComputedCost(row: RecordRow, metrics: Record<string, number>, prices: PriceBook, pending: [string, number, number][]): void {
   const input = metrics.num_input_tokens;
   const output = metrics.num_output_tokens;
-  if (row.model === null || input === undefined || output === undefined || metrics.cost !== undefined) return;
+  if (row.model === null || metrics.cost !== undefined) return;
   const price = prices(row.model);
   if (price === null) return;
+  if (input === undefined || output === undefined) {
+    // The token counts may come in a later write of this span: keep the price it will need.
+    pending.push([row.model, price.input_price, price.output_price]);
+    return;
+  }
   metrics.cost = callCost(price, input, output);
   row.metrics = JSON.stringify(metrics);
   row.derived_metrics |= DERIVED_COST_BIT;
@@ -352,7 +363,7 @@ function addSpan(
     ...spanKindFields(span),
   };
   const metrics = metricsOf(span.metrics);
-  if (span.type === "llm") withComputedCost(row, metrics, builder.prices);
+  if (span.type === "llm") withComputedCost(row, metrics, builder.prices, builder.batch.pendingPrices!);
   builder.markParent(parent.id, parent.family);
   builder.add(path, row, metrics);
   (span.spans ?? []).forEach((child, i) => addSpan(builder, [...path, "spans", i], child, { id, family: "span" }, traceId, sessionId, createdAt));

@@ -135,6 +135,12 @@ const RECORD_PRESENT_COLUMNS = `
 INSERT OR IGNORE INTO run_columns (run_id, record_type, column_id)
 SELECT ?2, value ->> 0, value ->> 1 FROM json_each(?1)`;
 
+/** Prices of models whose spans still wait for their token counts (RecordBatch.pendingPrices), newest write's price kept. */
+const PENDING_PRICES = `
+INSERT INTO span_model_prices (organization_id, model, input_price, output_price)
+SELECT ?2, value ->> 0, value ->> 1, value ->> 2 FROM json_each(?1) WHERE true
+ON CONFLICT (organization_id, model) DO UPDATE SET input_price = excluded.input_price, output_price = excluded.output_price`;
+
 export interface WriteScope {
   organizationId: string;
   projectId: string;
@@ -149,6 +155,10 @@ export interface WriteScope {
  */
 export function recordWriteStatements(db: D1Database, batch: RecordBatch, scope: WriteScope, options: { copy?: boolean } = {}): D1PreparedStatement[] {
   const statements: D1PreparedStatement[] = [];
+  // Before the records: a merge that completes a span's model and token counts prices it (trigger records_cost_when_known).
+  if (batch.pendingPrices && batch.pendingPrices.length > 0) {
+    statements.push(db.prepare(PENDING_PRICES).bind(JSON.stringify(batch.pendingPrices), scope.organizationId));
+  }
   for (const chunk of jsonArraysBySize(batch.encoded)) {
     statements.push(db.prepare(UPSERT_RECORDS).bind(chunk));
   }
