@@ -33,6 +33,9 @@ export default defineConfig(async () => {
                   // to back, which the default 10% scan-time share (wrangler.toml) would rightly
                   // refuse; test/organization-limits.test.ts checks that share with the default.
                   ORG_SCAN_TIME_PERCENT: "100",
+                  // A bound the test datasets reach, so that searches run both with the text index
+                  // and past its bound (the scan); test/text-index-search.test.ts checks both.
+                  TEXT_INDEX_MAX_CANDIDATES: "40",
                 },
                 // An empty database for the migration tests (test/migrations.test.ts), which apply
                 // the migrations step by step with data in between.

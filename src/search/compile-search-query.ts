@@ -32,6 +32,7 @@ import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, gu
 import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
+import { type TextDriver, textCandidates, textDriverOf } from "./text-driver";
 
 export interface SearchScope {
   organizationId: string;
@@ -43,6 +44,20 @@ export interface SearchScope {
 export interface CompiledStatement {
   sql: string;
   params: [string];
+}
+
+export interface CompiledSearch extends CompiledStatement {
+  /**
+   * When the text index drives the page: a statement counting its candidates (at most the bound
+   * + 1), to run beside the page. More than the bound means the page is not to be trusted: the
+   * search is to be run again without the index (text-driver.ts).
+   */
+  candidateCount?: CompiledStatement;
+}
+
+export interface CompileOptions {
+  /** The most candidates the text index may yield, or null to never use the index. */
+  textIndexBound: number | null;
 }
 
 const dialect = new SQLiteAsyncDialect();
@@ -123,6 +138,21 @@ function recordsPlan(ctx: Context): SQL {
       ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}`
       : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
   return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+}
+
+// ---- text-index-driven plan ------------------------------------------------------------------
+
+/**
+ * The page from the text index's candidates (text-driver.ts): at most the bound of them, each
+ * checked against the whole filter (the driving leaf included) and sorted, in any order but a
+ * metric's (which has its own plan), like the records plan.
+ */
+function textPlan(ctx: Context, candidates: SQL): SQL {
+  const { query, pack, direction } = ctx;
+  const dir = sql.raw(direction);
+  const sort = query.sort ? sortExpression(query.sort.column, pack) : { expression: sql`${r.createdAt}`, nullable: false };
+  const order = sort.nullable ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}` : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
+  return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM (${candidates}) AS "tc" CROSS JOIN ${from(r)} ON ${r.rid} = "tc"."rid" WHERE ${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
 }
 
 // ---- side-table-driven plan (native order) ----------------------------------------------------
@@ -267,7 +297,13 @@ function rowBytes(names: readonly string[], query: SearchQuery): SQL {
   return sql.raw(terms.length === 0 ? "0" : terms.join(" + "));
 }
 
-export function compileSearchQuery(query: SearchQuery, scope: SearchScope): CompiledStatement {
+/** The text index's driver of this search under these options, if it has one. */
+export function usableTextDriver(query: SearchQuery, options: CompileOptions): TextDriver | undefined {
+  if (options.textIndexBound === null || query.sort?.column.kind === "metric") return undefined;
+  return textDriverOf(query);
+}
+
+export function compileSearchQuery(query: SearchQuery, scope: SearchScope, options: CompileOptions = { textIndexBound: null }): CompiledSearch {
   const pack = new SqlParamPack();
   const ascending = query.sort?.ascending ?? false;
   const names = storageNeeded(query);
@@ -282,7 +318,12 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   const sortColumn = query.sort?.column;
   let prefix = sql``;
   let inner: SQL;
-  if (sortColumn?.kind === "metric") {
+  const textDriver = usableTextDriver(query, options);
+  let candidates: SQL | undefined;
+  if (textDriver) {
+    candidates = textCandidates(textDriver, ctx.familyKey, pack, options.textIndexBound!);
+    inner = textPlan(ctx, candidates);
+  } else if (sortColumn?.kind === "metric") {
     const plan = metricPlan(ctx, sortColumn.name);
     prefix = plan.with;
     inner = plan.inner;
@@ -301,5 +342,10 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   // (first page at 1,000,000 records). The stored columns are then read by rowid.
   const budgeted = sql`SELECT *, sum("_row_bytes") OVER (ORDER BY ${order("arms")} ROWS UNBOUNDED PRECEDING) AS "_bytes_through", count(*) OVER () AS "_rows_read" FROM (${inner}) AS "arms"`;
   const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
-  return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
+  const compiled: CompiledSearch = { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
+  if (candidates) {
+    // Rendered after the page so that both share the one parameter (the pack is complete).
+    compiled.candidateCount = { sql: dialect.sqlToQuery(sql`SELECT count(*) AS "candidates" FROM (${candidates})`).sql, params: compiled.params };
+  }
+  return compiled;
 }

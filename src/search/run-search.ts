@@ -5,9 +5,10 @@ import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import type { RunSelector } from "../projects/run-selector";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
-import { compileSearchQuery } from "./compile-search-query";
+import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
+import { throwOnCandidateOverflow } from "./text-driver";
 import type { SearchResponse } from "./search-schemas";
 import { type StoredRow, shapeRecord } from "./shape-record";
 
@@ -24,6 +25,7 @@ export async function runSearch(
   projectId: string,
   selector: RunSelector,
   query: SearchQuery,
+  options: CompileOptions,
 ): Promise<SearchResponse> {
   const principal = c.get("principal");
   const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
@@ -33,13 +35,15 @@ export async function runSearch(
       projectId,
       runId: selector.runId,
       runKind: selector.kind,
-    });
-    const [state, owned, rows] = await db.batch<StoredRow>([
+    }, options);
+    const [state, owned, rows, candidates] = await db.batch<StoredRow>([
       projectStateStatement(db, projectId),
       db.prepare(ownership.sql).bind(...ownership.params),
       db.prepare(page.sql).bind(...page.params),
+      ...(page.candidateCount ? [db.prepare(page.candidateCount.sql).bind(...page.candidateCount.params)] : []),
     ]);
     if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+    throwOnCandidateOverflow(candidates, options);
     if ((owned?.results.length ?? 0) === 0) {
       // Not the caller's run (a 404 from the catalog), or a run whose copy has not reached the
       // shard: it has no records there yet (a record's write copies its run first).

@@ -11,15 +11,22 @@
  * - an offset of DEEP_OFFSET or more: the index is walked past every skipped entry.
  *
  * Everything else is indexed: its first page costs about the same at 100,000 and 1,000,000
- * records. (A selective equality on a column without an index, `name` say, also walks the run
+ * records. So is a search the text index drives (text-driver.ts: a top-level `contains` or `eq`
+ * on name, input or output with at least three characters), whatever else it asks: its every
+ * leaf, sort and offset works on at most TEXT_INDEX_MAX_CANDIDATES candidates. When the run holds
+ * more candidates than that, the search is run again without the index, classified as if the
+ * index did not exist (withinSearchAdmission). (A selective equality on a column without an index, `name` say, also walks the run
  * when it matches little; it is left indexed because it is cheap when it matches much, which
  * its shape cannot tell.)
  *
  * The per-organization limit on concurrent scans (src/limits) reads this.
  */
 import type { Env } from "../env";
+import { limitSetting } from "../limits/limit-settings";
 import { whileHoldingScanSlot } from "../limits/scan-admission";
+import { type CompileOptions, usableTextDriver } from "./compile-search-query";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
+import { TextCandidatesOverflow } from "./text-driver";
 
 /** Offsets from here on are scan-class: about 5 ms of index walk at 1M records, growing linearly. */
 export const DEEP_OFFSET = 50_000;
@@ -54,7 +61,9 @@ function leaves(node: FilterNode): FilterLeaf[] {
   return out;
 }
 
-export function classifySearchCost(query: SearchQuery): SearchCost {
+/** `textIndex: false`: as the search is run when the index yields too many candidates. */
+export function classifySearchCost(query: SearchQuery, { textIndex = true }: { textIndex?: boolean } = {}): SearchCost {
+  if (textIndex && usableTextDriver(query, { textIndexBound: 1 })) return { class: "indexed" };
   const reasons = new Set<string>();
   for (const leaf of leaves(query.filter)) {
     const reason = leafReason(leaf);
@@ -66,9 +75,21 @@ export function classifySearchCost(query: SearchQuery): SearchCost {
 }
 
 /**
- * Runs `work` for a search-shaped query (a search, a count): a scan-class one holds one of its
- * organization's scan slots while it runs (docs/limits.md), an indexed one runs at once.
+ * Runs `work` for a search-shaped query (a search, a count), compiled with the options it is
+ * given: a scan-class one holds one of its organization's scan slots while it runs
+ * (docs/limits.md), an indexed one runs at once. A search the text index drives runs at once
+ * with the index; if the index yields more candidates than the bound (`work` throws
+ * TextCandidatesOverflow), it runs again without the index, admitted as that search is.
  */
-export function withinSearchAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: () => Promise<T>): Promise<T> {
-  return classifySearchCost(query).class === "scan" ? whileHoldingScanSlot(env, organizationId, work) : work();
+export async function withinSearchAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: (options: CompileOptions) => Promise<T>): Promise<T> {
+  const bound = limitSetting(env, "TEXT_INDEX_MAX_CANDIDATES");
+  if (usableTextDriver(query, { textIndexBound: bound })) {
+    try {
+      return await work({ textIndexBound: bound });
+    } catch (error) {
+      if (!(error instanceof TextCandidatesOverflow)) throw error;
+    }
+  }
+  const withoutIndex = () => work({ textIndexBound: null });
+  return classifySearchCost(query, { textIndex: false }).class === "scan" ? whileHoldingScanSlot(env, organizationId, withoutIndex) : withoutIndex();
 }

@@ -17,7 +17,7 @@ export function registerSearch(app: Router): void {
         // Validation (422) comes before the ownership check (404), as in FastAPI.
         const query = normalizeSearchRequest(body, family, mode);
         const principal = c.get("principal");
-        const response = await withinSearchAdmission(c.env, principal.organizationId, query, () => runSearch(c, project_id, runSelectorOf(body), query));
+        const response = await withinSearchAdmission(c.env, principal.organizationId, query, (options) => runSearch(c, project_id, runSelectorOf(body), query, options));
         return c.json(response, 200);
       });
     }

@@ -1,0 +1,52 @@
+-- Substring search by index (docs/search.md, "The text index"): a trigram index of every
+-- record's name, input and output, in the database that holds the records, kept by triggers on
+-- `records` so that every path that writes or removes text (ingestion, streaming updates, OTLP,
+-- deletion, expiry, a move's copy and cleanup) updates it in the same statement, hence the same
+-- atomic batch. The same file is the catalog's migrations/0010_records_text_index.sql.
+--
+-- Contentless (the text stays in `records` only) with detail=none: the index answers "which
+-- rows hold all these trigrams", a search confirms each candidate against the record's own
+-- text, so positions and per-row sizes (columnsize) would be bytes no query reads. Trigrams are
+-- folded (case_sensitive 0): one index serves both kinds of match. The fourth column holds the
+-- record's family (run and kind) as one token of three private-use characters
+-- (text_index_family_token in src/text-index/family-token.ts spells the same expression), so a
+-- search confines its candidates to the run inside the index, before any row is read.
+CREATE VIRTUAL TABLE `records_text` USING fts5(`name`, `input`, `output`, `family`, content='', detail=none, columnsize=0, tokenize='trigram case_sensitive 0');
+--> statement-breakpoint
+-- Records that existed before the index are indexed by a chunked backfill (src/text-index/
+-- backfill.ts), from the highest rid down: rows with rid <= pending_through are not indexed yet
+-- (a search reads them as a scan would), rows above are, and the triggers keep only those.
+CREATE TABLE `records_text_backfill` (
+	`id` integer PRIMARY KEY NOT NULL CHECK (`id` = 1),
+	`pending_through` integer NOT NULL
+);
+--> statement-breakpoint
+INSERT INTO `records_text_backfill` (`id`, `pending_through`) SELECT 1, coalesce(max(`rid`), 0) FROM `records`;
+--> statement-breakpoint
+CREATE TRIGGER `records_text_on_insert`
+AFTER INSERT ON `records`
+WHEN NEW.`rid` > (SELECT `pending_through` FROM `records_text_backfill` WHERE `id` = 1)
+BEGIN
+  INSERT INTO `records_text` (`rowid`, `name`, `input`, `output`, `family`)
+  VALUES (NEW.`rid`, NEW.`name`, NEW.`input`, NEW.`output`, char(57344 + (NEW.`family_key` / 40960000) % 6400, 57344 + (NEW.`family_key` / 6400) % 6400, 57344 + NEW.`family_key` % 6400));
+END;
+--> statement-breakpoint
+-- A contentless index forgets a row by being told its old values: the trigger has them.
+CREATE TRIGGER `records_text_on_update`
+AFTER UPDATE OF `name`, `input`, `output`, `family_key` ON `records`
+WHEN (OLD.`name` IS NOT NEW.`name` OR OLD.`input` IS NOT NEW.`input` OR OLD.`output` IS NOT NEW.`output` OR OLD.`family_key` IS NOT NEW.`family_key`)
+  AND OLD.`rid` > (SELECT `pending_through` FROM `records_text_backfill` WHERE `id` = 1)
+BEGIN
+  INSERT INTO `records_text` (`records_text`, `rowid`, `name`, `input`, `output`, `family`)
+  VALUES ('delete', OLD.`rid`, OLD.`name`, OLD.`input`, OLD.`output`, char(57344 + (OLD.`family_key` / 40960000) % 6400, 57344 + (OLD.`family_key` / 6400) % 6400, 57344 + OLD.`family_key` % 6400));
+  INSERT INTO `records_text` (`rowid`, `name`, `input`, `output`, `family`)
+  VALUES (NEW.`rid`, NEW.`name`, NEW.`input`, NEW.`output`, char(57344 + (NEW.`family_key` / 40960000) % 6400, 57344 + (NEW.`family_key` / 6400) % 6400, 57344 + NEW.`family_key` % 6400));
+END;
+--> statement-breakpoint
+CREATE TRIGGER `records_text_on_delete`
+AFTER DELETE ON `records`
+WHEN OLD.`rid` > (SELECT `pending_through` FROM `records_text_backfill` WHERE `id` = 1)
+BEGIN
+  INSERT INTO `records_text` (`records_text`, `rowid`, `name`, `input`, `output`, `family`)
+  VALUES ('delete', OLD.`rid`, OLD.`name`, OLD.`input`, OLD.`output`, char(57344 + (OLD.`family_key` / 40960000) % 6400, 57344 + (OLD.`family_key` / 6400) % 6400, 57344 + OLD.`family_key` % 6400));
+END;

@@ -1,0 +1,83 @@
+/**
+ * Substring search by the text index (docs/search.md, "The text index"): which searches the
+ * trigram index `records_text` (migration 0010) drives, and the candidates it yields.
+ *
+ * A top-level `contains` or `eq` leaf on `name`, `input` or `output` whose value has at least
+ * three characters drives the page, case-sensitive or not: the index returns the run's records
+ * that hold the value's trigrams (folded), and the statement then applies the whole filter to
+ * each of them, the driving leaf included: the index narrows, the filter's own expression (the
+ * scan's) decides, so the answers are the scan's.
+ *
+ * Records the backfill has not reached yet (rid <= records_text_backfill.pending_through) are
+ * candidates too, read from the run's index as a scan would, so answers stay exact while it runs.
+ *
+ * Candidates are bounded (the TEXT_INDEX_MAX_CANDIDATES limit): a search whose value is so
+ * common that the run holds more is answered by the scan instead, as a scan-class search
+ * (search-cost.ts).
+ */
+import { type SQL, sql } from "drizzle-orm";
+import { familyTokenSql } from "../text-index/family-token";
+import { needleTrigrams, trigramQuery } from "../text-index/needle-trigrams";
+import { conjunctsOf } from "./compile-filter-tree";
+import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
+import type { SqlParamPack } from "./sql-param-pack";
+
+/** The columns `records_text` indexes. */
+const INDEXED_COLUMNS = new Set(["name", "input", "output"]);
+
+export interface TextDriver {
+  conjunct: FilterNode;
+  leaf: FilterLeaf;
+  trigrams: string[];
+}
+
+/** The needle of a leaf the index can narrow, if it is one. */
+function indexedNeedle(leaf: FilterLeaf): string | undefined {
+  if (leaf.kind !== "contains" && !(leaf.kind === "compare" && leaf.operator === "eq")) return undefined;
+  if (leaf.column.kind !== "standard" || !INDEXED_COLUMNS.has(leaf.column.id)) return undefined;
+  return typeof leaf.value === "string" ? leaf.value : undefined;
+}
+
+/** The top-level leaf the index drives (the longest needle: the most selective), if any. */
+export function textDriverOf(query: SearchQuery): TextDriver | undefined {
+  let best: (TextDriver & { length: number }) | undefined;
+  for (const conjunct of conjunctsOf(query.filter)) {
+    if (conjunct.kind !== "leaf") continue;
+    const needle = indexedNeedle(conjunct.leaf);
+    const trigrams = needle === undefined ? undefined : needleTrigrams(needle);
+    if (!trigrams) continue;
+    const length = Array.from(needle!).length;
+    if (!best || length > best.length) best = { conjunct, leaf: conjunct.leaf, trigrams, length };
+  }
+  return best && { conjunct: best.conjunct, leaf: best.leaf, trigrams: best.trigrams };
+}
+
+/** Thrown by a search the index drove when the run holds more candidates than the bound. */
+export class TextCandidatesOverflow extends Error {
+  constructor() {
+    super("more text index candidates than the bound");
+  }
+}
+
+const PENDING_THROUGH = sql.raw(`(SELECT "pending_through" FROM "records_text_backfill" WHERE "id" = 1)`);
+
+/**
+ * SQL: the rids of the run's candidates, at most `bound + 1` of them (one more than the bound
+ * says it overflowed): the index's matches for the family token AND the needle's trigrams, then
+ * the family's records the backfill has not reached, from the family's index (the unary `+`
+ * keeps SQLite from reading the table's rowid range instead, every tenant's rows); none once it
+ * is done: the constant test stops that arm before it reads an entry.
+ */
+export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number): SQL {
+  const match = sql`'"' || ${familyTokenSql(familyKey)} || '" AND ' || ${pack.value(trigramQuery(driver.trigrams))}`;
+  const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx" MATCH ${match}`;
+  const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE ${PENDING_THROUGH} > 0 AND "tu"."family_key" = ${familyKey} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
+  return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending}) LIMIT ${pack.value(bound + 1)}`;
+}
+
+/** After a page the index drove: its candidate count, from the statement beside it (compile-search-query.ts). */
+export function throwOnCandidateOverflow(counted: D1Result | undefined, options: { textIndexBound: number | null }): void {
+  if (counted === undefined || options.textIndexBound === null) return;
+  const candidates = Number((counted.results[0] as { candidates?: number } | undefined)?.candidates ?? 0);
+  if (candidates > options.textIndexBound) throw new TextCandidatesOverflow();
+}

@@ -1,0 +1,43 @@
+/**
+ * A substring needle -> the FTS5 query that narrows to the records that may hold it
+ * (docs/search.md, "The text index").
+ *
+ * The index is `detail=none`, which refuses phrases: a needle of n characters is matched as an
+ * AND of quoted trigrams, each a one-token phrase, and the search confirms every candidate
+ * against the record's text. Any subset of the needle's trigrams is a correct narrowing (a
+ * record that holds the needle holds every one of them); each trigram the AND carries costs a
+ * seek in its doclist per candidate, so the query carries trigrams that do not overlap, at most
+ * MAX_TRIGRAMS of them, spread over the needle.
+ *
+ * The index folds case (trigram tokenizer, case_sensitive 0), code point by code point, as it
+ * folds the query's trigrams: a record whose text holds the needle, with or without SQLite's
+ * ASCII case folding, holds every folded trigram of it, so the exact check alone decides.
+ */
+
+/** Fewer characters than this have no trigram: the search scans. */
+export const MIN_INDEXED_NEEDLE = 3;
+
+/** Trigrams one query ANDs at most. */
+export const MAX_TRIGRAMS = 4;
+
+/** The needle's trigrams the query ANDs, or undefined when the index cannot narrow it. */
+export function needleTrigrams(needle: string): string[] | undefined {
+  // FTS5 reads a query as C text: a NUL would end it early.
+  if (needle.includes("\u0000")) return undefined;
+  const chars = Array.from(needle);
+  if (chars.length < MIN_INDEXED_NEEDLE) return undefined;
+  const starts: number[] = [];
+  for (let i = 0; i + MIN_INDEXED_NEEDLE <= chars.length; i += MIN_INDEXED_NEEDLE) starts.push(i);
+  const last = chars.length - MIN_INDEXED_NEEDLE;
+  if (starts[starts.length - 1] !== last) starts.push(last);
+  const chosen =
+    starts.length <= MAX_TRIGRAMS
+      ? starts
+      : Array.from({ length: MAX_TRIGRAMS }, (_, k) => starts[Math.round((k * (starts.length - 1)) / (MAX_TRIGRAMS - 1))]!);
+  return [...new Set(chosen.map((start) => chars.slice(start, start + MIN_INDEXED_NEEDLE).join("")))];
+}
+
+/** The FTS5 query of the trigrams: each quoted (a `"` doubled), ANDed. */
+export function trigramQuery(trigrams: readonly string[]): string {
+  return trigrams.map((t) => `"${t.replaceAll('"', '""')}"`).join(" AND ");
+}
