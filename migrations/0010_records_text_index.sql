@@ -16,6 +16,8 @@ CREATE VIRTUAL TABLE `records_text` USING fts5(`name`, `input`, `output`, `famil
 -- Records that existed before the index are indexed by a chunked backfill (src/text-index/
 -- backfill.ts), from the highest rid down: rows with rid <= pending_through are not indexed yet
 -- (a search reads them as a scan would), rows above are, and the triggers keep only those.
+-- Lowering pending_through indexes the rows it passes (records_text_backfill_chunk), so a chunk
+-- is one statement, atomic whoever runs it (the worker, or an operator through wrangler).
 CREATE TABLE `records_text_backfill` (
 	`id` integer PRIMARY KEY NOT NULL CHECK (`id` = 1),
 	`pending_through` integer NOT NULL
@@ -49,4 +51,13 @@ WHEN OLD.`rid` > (SELECT `pending_through` FROM `records_text_backfill` WHERE `i
 BEGIN
   INSERT INTO `records_text` (`records_text`, `rowid`, `name`, `input`, `output`, `family`)
   VALUES ('delete', OLD.`rid`, OLD.`name`, OLD.`input`, OLD.`output`, char(57344 + (OLD.`family_key` / 40960000) % 6400, 57344 + (OLD.`family_key` / 6400) % 6400, 57344 + OLD.`family_key` % 6400));
+END;
+--> statement-breakpoint
+CREATE TRIGGER `records_text_backfill_chunk`
+AFTER UPDATE OF `pending_through` ON `records_text_backfill`
+WHEN NEW.`pending_through` < OLD.`pending_through`
+BEGIN
+  INSERT INTO `records_text` (`rowid`, `name`, `input`, `output`, `family`)
+  SELECT r.`rid`, r.`name`, r.`input`, r.`output`, char(57344 + (r.`family_key` / 40960000) % 6400, 57344 + (r.`family_key` / 6400) % 6400, 57344 + r.`family_key` % 6400)
+  FROM `records` AS r WHERE r.`rid` > NEW.`pending_through` AND r.`rid` <= OLD.`pending_through`;
 END;

@@ -2,6 +2,7 @@ import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env, MoveMessage } from "./env";
 import { runScheduledMaintenance } from "./maintenance/scheduled";
+import { backfillTextIndexes } from "./text-index/backfill";
 import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
 import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
 
@@ -26,9 +27,11 @@ export default {
   queue: (batch, env) =>
     isMoveQueue(batch.queue) ? handleMoveQueue(batch as MessageBatch<MoveMessage>, env) : handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env),
   scheduled: (controller, env, ctx) => {
-    // Every cron run gives new, resumed and stalled project moves their message; the minutely
-    // cron exists for that alone, the others run the maintenance too.
+    // Every cron run gives new, resumed and stalled project moves their message and advances the
+    // text index's backfill (done in minutes, not hours); the minutely cron exists for these
+    // alone, the others run the maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
+    ctx.waitUntil(backfillTextIndexes(env));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env, DeletionMessage | MoveMessage>;

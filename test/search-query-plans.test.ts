@@ -83,13 +83,13 @@ const SHAPES: Record<string, Shape> = {
   "input contains, through the text index": {
     family: "span",
     body: { filters: [leaf("text", "input", "contains", "topic 4321"), leaf("number", "status_code", "eq", 200)] },
-    plan: [/SCAN tx VIRTUAL TABLE INDEX/, /SEARCH tu USING (COVERING )?INDEX records_family_(id_)?order \(family_key=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
+    plan: [/SCAN tx VIRTUAL TABLE INDEX 0:M/, /SEARCH tu USING (COVERING )?INDEX records_family_(id_)?order \(family_key=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
     textIndex: "drives",
   },
   "name contains, case-insensitive, sorted by name, through the text index": {
     family: "trace",
     body: { filters: [{ ...leaf("text", "name", "contains", "AME-4"), case_sensitive: false }], sort: { column_id: "name" } },
-    plan: [/SCAN tx VIRTUAL TABLE INDEX/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
+    plan: [/SCAN tx VIRTUAL TABLE INDEX 0:M/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
     textIndex: "drives",
   },
   "input contains two characters (no trigram: a scan)": {

@@ -69,8 +69,10 @@ const PENDING_THROUGH = sql.raw(`(SELECT "pending_through" FROM "records_text_ba
  * is done: the constant test stops that arm before it reads an entry.
  */
 export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number): SQL {
-  const match = sql`'"' || ${familyTokenSql(familyKey)} || '" AND ' || ${pack.value(trigramQuery(driver.trigrams))}`;
-  const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx" MATCH ${match}`;
+  // A run without a family on this database (key NULL) gets key 0's token, which no record has.
+  const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${pack.value(trigramQuery(driver.trigrams))}`;
+  // The hidden column named after the table, qualified: a bare "tx" would be read as a string.
+  const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx"."records_text" MATCH ${match}`;
   const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE ${PENDING_THROUGH} > 0 AND "tu"."family_key" = ${familyKey} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
   return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending}) LIMIT ${pack.value(bound + 1)}`;
 }
