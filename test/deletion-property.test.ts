@@ -34,6 +34,7 @@ import {
 import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
 import { allRecordDbs } from "./support/record-dbs";
+import { textIndexDifferencesEverywhere } from "./support/text-index";
 
 const KEYS = ["user", "team", "k"] as const;
 const TARGET_VALUES = ["a", "A", "1", "true", ""] as const;
@@ -306,6 +307,8 @@ describe("deletion by metadata, property", () => {
         }
         expect(await snapshot()).toEqual(after);
 
+        // The text index follows every write and removal (migration 0010).
+        expect(await textIndexDifferencesEverywhere()).toEqual([]);
         // A late duplicate of a finished job changes nothing.
         const late = await deliver(DELETION_QUEUE, [{ id: uuid(), attempts: 1, body: { jobId } }], capturingBindings().bindings);
         expect(late.retryMessages).toEqual([]);

@@ -28,6 +28,7 @@ import { call } from "./support/client";
 import { type FaultMode, faultyD1 } from "./support/faulty-d1";
 import { dbOf, move, otherShard, projectState, requestMove, shardOf } from "./support/moves";
 import { type Tenant, createTenant } from "./support/tenants";
+import { textIndexDifferencesEverywhere } from "./support/text-index";
 
 let tenant: Tenant;
 
@@ -210,6 +211,8 @@ describe("moving a project, with failures, redeliveries, pauses and concurrent w
         ]);
         expect(normalized(movedState)).toEqual(normalized(twinState));
         expect(Object.values(left).flat()).toEqual([]);
+        // The text index follows every write and removal (migration 0010).
+        expect(await textIndexDifferencesEverywhere()).toEqual([]);
       }),
       { numRuns: 20 },
     );

@@ -1,0 +1,68 @@
+/// <reference types="node" />
+/**
+ * `npm run admin -- export-shard` and `import-shard` (docs/sharding.md, "Backups"): a shard's
+ * records and everything beside them, with the text index rebuilt on import. `wrangler d1
+ * export` refuses a database that holds a virtual table (the text index, `records_text`), but
+ * not an export of named tables: the export names every table except the index's, data only.
+ * The import goes into a database migrated to the same version and still empty: the triggers
+ * are set aside while the rows go in (they would derive rows the file already carries, metric
+ * rows and run families, and index text the backfill will index), then the text index is rebuilt
+ * by its backfill (migration 0010, src/text-index/backfill.ts), in chunks.
+ */
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { AdminError } from "./admin-commands";
+import { type D1Target, WranglerError, d1TargetArgs, executeD1, runWrangler } from "./wrangler";
+
+/** Tables that are not the shard's data: the index (and its FTS5 shadow tables), SQLite's, D1's. */
+const NOT_EXPORTED = `name LIKE 'records\\_text%' ESCAPE '\\' OR name LIKE 'sqlite\\_%' ESCAPE '\\' OR name LIKE '\\_cf\\_%' ESCAPE '\\' OR name LIKE 'd1\\_%' ESCAPE '\\'`;
+
+/** Rids per backfill chunk of the rebuild (each one `wrangler d1 execute`). */
+const REBUILD_CHUNK_RIDS = 20_000;
+
+async function rows(sql: string, target: D1Target, binding: string): Promise<Record<string, unknown>[]> {
+  const results = await executeD1(sql, target, binding);
+  return results[results.length - 1]?.results ?? [];
+}
+
+export async function exportShardCommand(binding: string, output: string, target: D1Target): Promise<Record<string, unknown>> {
+  const tables = (await rows(`SELECT name FROM sqlite_master WHERE type = 'table' AND NOT (${NOT_EXPORTED}) ORDER BY name`, target, binding)).map((r) => String(r.name));
+  if (!tables.includes("records")) throw new AdminError(`${binding} holds no records table: not a shard (or the catalog) of this service`);
+  const file = resolve(output);
+  const run = await runWrangler(["d1", "export", binding, ...d1TargetArgs(target), "--no-schema", "--output", file, ...tables.flatMap((t) => ["--table", t])]);
+  if (run.code !== 0) throw new WranglerError(`wrangler d1 export exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  return { shard: binding, file, tables };
+}
+
+export async function importShardCommand(binding: string, input: string, target: D1Target): Promise<Record<string, unknown>> {
+  const file = resolve(input);
+  if (!existsSync(file)) throw new AdminError(`no file ${file}`);
+  const [{ n }] = (await rows("SELECT count(*) AS n FROM records", target, binding)) as [{ n: number }];
+  if (n > 0) throw new AdminError(`${binding} already holds ${n} records: import into an empty, migrated database`);
+  const triggers = await rows("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name", target, binding);
+  const drop = triggers.map((t) => `DROP TRIGGER "${String(t.name)}";`).join("\n");
+  const create = triggers.map((t) => `${String(t.sql)};`).join("\n");
+  if (drop) await executeD1(drop, target, binding);
+  try {
+    const run = await runWrangler(["d1", "execute", binding, ...d1TargetArgs(target), "--yes", "--file", file]);
+    if (run.code !== 0) throw new WranglerError(`wrangler d1 execute --file exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  } finally {
+    if (create) await executeD1(create, target, binding);
+  }
+  // Every imported record waits for the backfill (raising the watermark indexes nothing), which
+  // then indexes them chunk by chunk; searches are exact meanwhile.
+  await executeD1("UPDATE records_text_backfill SET pending_through = (SELECT coalesce(max(rid), 0) FROM records) WHERE id = 1", target, binding);
+  let pending = Number.POSITIVE_INFINITY;
+  let chunks = 0;
+  while (pending > 0) {
+    const answer = await rows(
+      `UPDATE records_text_backfill SET pending_through = max(0, pending_through - ${REBUILD_CHUNK_RIDS}) WHERE id = 1 AND pending_through > 0 RETURNING pending_through`,
+      target,
+      binding,
+    );
+    pending = Number(answer[0]?.pending_through ?? 0);
+    chunks += 1;
+  }
+  const [{ records }] = (await rows("SELECT count(*) AS records FROM records", target, binding)) as [{ records: number }];
+  return { shard: binding, file, records, index_rebuilt_in_chunks: chunks };
+}
