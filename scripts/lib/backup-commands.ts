@@ -9,10 +9,11 @@
  * rows and run families, and index text the backfill will index), then the text index is rebuilt
  * by its backfill (migration 0010, src/text-index/backfill.ts), in chunks.
  */
-import { existsSync } from "node:fs";
-import { resolve } from "node:path";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { AdminError } from "./admin-commands";
-import { type D1Target, WranglerError, d1TargetArgs, executeD1, runWrangler } from "./wrangler";
+import { type D1Target, REPO_ROOT, WranglerError, d1TargetArgs, executeD1, runWrangler } from "./wrangler";
 
 /** Tables that are not the shard's data: the index (and its FTS5 shadow tables), SQLite's, D1's. */
 const NOT_EXPORTED = `name LIKE 'records\\_text%' ESCAPE '\\' OR name LIKE 'sqlite\\_%' ESCAPE '\\' OR name LIKE '\\_cf\\_%' ESCAPE '\\' OR name LIKE 'd1\\_%' ESCAPE '\\'`;
@@ -29,8 +30,22 @@ export async function exportShardCommand(binding: string, output: string, target
   const tables = (await rows(`SELECT name FROM sqlite_master WHERE type = 'table' AND NOT (${NOT_EXPORTED}) ORDER BY name`, target, binding)).map((r) => String(r.name));
   if (!tables.includes("records")) throw new AdminError(`${binding} holds no records table: not a shard (or the catalog) of this service`);
   const file = resolve(output);
-  const run = await runWrangler(["d1", "export", binding, ...d1TargetArgs(target), "--no-schema", "--output", file, ...tables.flatMap((t) => ["--table", t])]);
-  if (run.code !== 0) throw new WranglerError(`wrangler d1 export exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  // `wrangler d1 export --local` has no --persist-to: it reads the state beside its config file,
+  // so a database kept elsewhere is exported through a copy of the config whose state is it.
+  const elsewhere = !target.remote && target.persistTo ? mkdtempSync(join(tmpdir(), "trace-store-export-")) : undefined;
+  try {
+    const where = target.remote ? ["--remote"] : ["--local"];
+    if (elsewhere && !target.remote) {
+      copyFileSync(join(REPO_ROOT, "wrangler.toml"), join(elsewhere, "wrangler.toml"));
+      mkdirSync(join(elsewhere, ".wrangler"));
+      symlinkSync(resolve(target.persistTo!), join(elsewhere, ".wrangler", "state"));
+      where.push("--config", join(elsewhere, "wrangler.toml"));
+    }
+    const run = await runWrangler(["d1", "export", binding, ...where, "--no-schema", "--output", file, ...tables.flatMap((t) => ["--table", t])]);
+    if (run.code !== 0) throw new WranglerError(`wrangler d1 export exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  } finally {
+    if (elsewhere) rmSync(elsewhere, { recursive: true, force: true });
+  }
   return { shard: binding, file, tables };
 }
 
