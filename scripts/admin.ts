@@ -6,15 +6,31 @@
  * stderr with a non-zero exit status (1: the operation failed, 2: the command line is wrong).
  *
  *   npm run --silent admin -- create-org --name "Acme"
- *   npm run --silent admin -- create-user --org <organization_id> --email a@b.c --password <pw> --role admin
+ *   npm run --silent admin -- create-user --org <organization_id> --email a@b.c --role admin   (password asked, or on stdin)
  *   npm run --silent admin -- create-api-key --user <user_id>
+ *   npm run --silent admin -- revoke-api-key --key <key_id>
+ *   npm run --silent admin -- delete-user --user <user_id>
+ *   npm run --silent admin -- set-role --user <user_id> --role admin|member
+ *   npm run --silent admin -- reset-password --user <user_id>   (password asked, or on stdin)
  *   npm run --silent admin -- shards
  *   npm run --silent admin -- default-retention --org <organization_id> --days 90|none
  *   npm run --silent admin -- move-project --project <project_id> --to SHARD_1 [--wait]
  *   npm run --silent admin -- move-status --project <project_id>
  */
 import { parseArgs } from "node:util";
-import { AdminError, createApiKeyCommand, createOrganizationCommand, createUserCommand, type Role, setDefaultRetentionCommand } from "./lib/admin-commands";
+import {
+  AdminError,
+  createApiKeyCommand,
+  createOrganizationCommand,
+  createUserCommand,
+  deleteUserCommand,
+  resetPasswordCommand,
+  revokeApiKeyCommand,
+  type Role,
+  setDefaultRetentionCommand,
+  setRoleCommand,
+} from "./lib/admin-commands";
+import { readPassword } from "./lib/read-password";
 import { exportShardCommand, importShardCommand } from "./lib/backup-commands";
 import { moveProjectCommand, moveStatusCommand } from "./lib/move-commands";
 import { shardsReport } from "./lib/shard-report";
@@ -24,8 +40,16 @@ const USAGE = `Usage: npm run --silent admin -- <command> [options] [--local | -
 
 Commands:
   create-org      --name NAME
-  create-user     --org ORGANIZATION_ID --email EMAIL --password PASSWORD --role admin|member
-  create-api-key  --user USER_ID
+  create-user     --org ORGANIZATION_ID --email EMAIL --role admin|member
+                  the password is asked for (not echoed), or read from standard input;
+                  --password PASSWORD still works but shows it to shell history and \`ps\`
+  create-api-key  --user USER_ID          prints the key (once) and its key_id
+  revoke-api-key  --key KEY_ID            ends the key and the tokens exchanged from it
+  delete-user     --user USER_ID          removes the user, their keys and tokens (not their data)
+  set-role        --user USER_ID --role admin|member
+  reset-password  --user USER_ID          new password asked for, or read from standard input;
+                  ends every bearer token of the user (API keys stay)
+                  revocations take effect within 5 s on every instance of the service
   shards          each database's size, records and projects (docs/sharding.md)
   default-retention --org ORGANIZATION_ID --days DAYS|none
                   the retention new projects of the organization take (docs/retention.md)
@@ -42,8 +66,8 @@ Where:
   --persist-to DIR   a local database kept in DIR (as \`wrangler dev --persist-to DIR\`)
   --remote           the deployed database (wrangler must be logged in, or CLOUDFLARE_API_TOKEN set)
 
-Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key"} (shown once,
-only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
+Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key", "key_id"}
+(the key is shown once, only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
 {"organization_id", "default_retention_days"} (default-retention),
 {"move_id", "phase", "status", "progress", ...} (move-project, move-status),
 {"shard", "file", "tables"} (export-shard), {"shard", "file", "records", ...} (import-shard).
@@ -76,6 +100,17 @@ function bindingOption(values: Record<string, unknown>, name: string): string {
   return value;
 }
 
+function roleOption(values: Record<string, unknown>): Role {
+  const role = required(values, "role");
+  if (role !== "admin" && role !== "member") throw new UsageError(`--role must be admin or member, got ${JSON.stringify(role)}`);
+  return role;
+}
+
+function checkedPassword(password: string): string {
+  if (password.length < MIN_PASSWORD_LENGTH) throw new UsageError(`the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+  return password;
+}
+
 function targetOf(values: Record<string, unknown>): D1Target {
   if (values.remote && values.local) throw new UsageError("--local and --remote exclude each other");
   if (values.remote && values["persist-to"]) throw new UsageError("--persist-to applies to local databases only");
@@ -96,6 +131,7 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       password: { type: "string" },
       role: { type: "string" },
       user: { type: "string" },
+      key: { type: "string" },
       days: { type: "string" },
       project: { type: "string" },
       move: { type: "string" },
@@ -129,14 +165,29 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       const organizationId = uuidOption(values, "org");
       const email = required(values, "email").trim();
       if (!EMAIL.test(email)) throw new UsageError(`--email must be an email address, got ${JSON.stringify(email)}`);
-      const password = required(values, "password");
-      if (password.length < MIN_PASSWORD_LENGTH) throw new UsageError(`--password must have at least ${MIN_PASSWORD_LENGTH} characters`);
-      const role = required(values, "role");
-      if (role !== "admin" && role !== "member") throw new UsageError(`--role must be admin or member, got ${JSON.stringify(role)}`);
-      return createUserCommand({ organizationId, email, password, role: role as Role }, target);
+      const role = roleOption(values);
+      let password: string;
+      if (values.password !== undefined) {
+        process.stderr.write("warning: --password shows the password to shell history and the process list; leave it out to be asked for it, or pipe it on standard input\n");
+        password = values.password;
+      } else {
+        password = await readPassword("Password for the new user: ");
+      }
+      return createUserCommand({ organizationId, email, password: checkedPassword(password), role }, target);
     }
     case "create-api-key":
       return createApiKeyCommand(uuidOption(values, "user"), target);
+    case "revoke-api-key":
+      return revokeApiKeyCommand(uuidOption(values, "key"), target);
+    case "delete-user":
+      return deleteUserCommand(uuidOption(values, "user"), target);
+    case "set-role":
+      return setRoleCommand(uuidOption(values, "user"), roleOption(values), target);
+    case "reset-password": {
+      if (values.password !== undefined) throw new UsageError("reset-password reads the password from standard input or a prompt, never from the command line");
+      const userId = uuidOption(values, "user");
+      return resetPasswordCommand(userId, checkedPassword(await readPassword("New password: ")), target);
+    }
     case "default-retention": {
       const organizationId = uuidOption(values, "org");
       const days = required(values, "days").trim();

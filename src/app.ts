@@ -1,16 +1,19 @@
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
+import { registerLogout } from "./auth/logout-route";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
 import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
+import { refuseCrossSiteRequests } from "./http/cross-site-requests";
 import { d1RoundTrips } from "./http/d1-round-trips";
 import { notFoundHandler, onError } from "./http/errors";
 import { API_VERSION, registerHealthcheck } from "./http/healthcheck-route";
 import { requestId } from "./http/middleware";
+import { securityHeaders } from "./http/security-headers";
 import { registerIngest } from "./ingest/ingest-routes";
 import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
@@ -36,6 +39,7 @@ function protectedRoutes() {
   // Before any route reads its body: an organization over its rate costs nothing more.
   router.use("*", organizationRate);
   registerCurrentUser(router);
+  registerLogout(router);
   registerProjects(router);
   registerProjectUsage(router);
   registerRuns(router);
@@ -55,6 +59,9 @@ export function createApp() {
   const app = createRouter();
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
+  app.use("*", securityHeaders);
+  // Before anything reads credentials or a body: a page of another site gets nothing done here.
+  app.use("*", refuseCrossSiteRequests);
   // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,
   // not our 422); their routes read their bodies themselves (src/otlp/read-body.ts).
   app.route("/", otlpRoutes());

@@ -102,6 +102,8 @@ describe("0005: record ids per project, side rows by rid", () => {
       "records_project_on_shard_update",
       "run_columns_metric_name_limit",
       "runs_families",
+      "write_refusals_parent_chain",
+      "write_refusals_project_importing",
     ]);
   });
 

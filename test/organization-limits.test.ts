@@ -23,19 +23,21 @@ const cost = (body: Record<string, unknown>, family: "trace" | "span" | "session
 const text = (column: string, operator: string, value: unknown, extra: Record<string, unknown> = {}) => ({ type: "text", column_id: column, operator, value, ...extra });
 
 describe("cost classes of a search", () => {
-  it("indexed: native order, filters an index serves or that are cheap per row, metric and id sorts, shallow pages", () => {
+  it("indexed: native order, filters that narrow the index driving the statement, metric and id sorts, shallow pages", () => {
     const indexed = [
       {},
       { filters: [{ type: "date", column_id: "created_at", operator: "gte", value: "2026-01-01T00:00:00Z" }] },
-      { filters: [text("type", "eq", "llm"), text("model", "eq", "gpt-4o")] },
+      { filters: [text("model", "eq", "gpt-4o")] },
+      { filters: [text("type", "eq", "llm"), { type: "date", column_id: "created_at", operator: "lt", value: "2026-01-01T00:00:00Z" }] },
       { filters: [text("user_metadata.customer", "eq", "acme")] },
       { filters: [{ type: "collection", column_id: "tags", operator: "contains", value: "prod" }] },
       { filters: [{ type: "number", column_id: "metrics/toxicity", operator: "gt", value: 0.5 }], sort: { column_id: "metrics/toxicity", ascending: false } },
       { sort: { column_id: "id" } },
       { sort: { column_id: "created_at", ascending: true } },
-      { filter_tree: { not: { or: [{ filter: text("type", "eq", "tool") }, { filter: { type: "number", column_id: "status_code", operator: "gte", value: 500 } }] } } },
       { pagination: { limit: 1000, starting_token: DEEP_OFFSET - 1 } },
       { filters: [{ type: "id", column_id: "trace_id", operator: "one_of", value: [RUN] }] },
+      // A key lookup bounds the statement by the key's records, whatever is checked beside it.
+      { filters: [{ type: "id", column_id: "trace_id", operator: "eq", value: RUN }, text("name", "eq", "x")] },
     ];
     for (const body of indexed) expect(cost(body), JSON.stringify(body)).toEqual({ class: "indexed" });
   });
@@ -52,6 +54,12 @@ describe("cost classes of a search", () => {
     expect(cost({ sort: { column_id: "name" } })).toEqual({ class: "scan", reasons: ["sort on name"] });
     expect(cost({ sort: { column_id: "user_metadata.customer" } })).toEqual({ class: "scan", reasons: ["sort on user_metadata.customer"] });
     expect(cost({ pagination: { starting_token: DEEP_OFFSET } })).toEqual({ class: "scan", reasons: [`offset ${DEEP_OFFSET}`] });
+  });
+
+  it("a leaf that does not narrow the driving index is scan-class: it is checked on every row until the page fills (test/scan-classification.test.ts has each shape with its plan)", () => {
+    expect(cost({ filters: [text("type", "eq", "llm"), text("model", "eq", "gpt-4o")] })).toEqual({ class: "scan", reasons: ["filter on type that no index serves"] });
+    const notOr = { filter_tree: { not: { or: [{ filter: text("type", "eq", "tool") }, { filter: { type: "number", column_id: "status_code", operator: "gte", value: 500 } }] } } };
+    expect(cost(notOr)).toEqual({ class: "scan", reasons: ["filter on type under or/not", "filter on status_code under or/not"] });
   });
 
   it("a scan leaf anywhere in the tree makes the search scan-class, whatever surrounds it", () => {

@@ -176,7 +176,7 @@ describe("order of arrival and retries", () => {
     expect(spansFound[0]).toMatchObject({ is_complete: true, session_id: sessions[0]!.id, parent_id: root.id });
     const counted = await call(`/v2/projects/${projectId}/traces/partial_search`, { as: tenant, body: { log_stream_id: runId, include_counts: true, select_columns: { column_ids: ["name"] } } });
     expect(counted.body.records[0].num_spans).toBe(5);
-    // The text index follows every write and removal (migration 0010).
+    // The text index follows every write and removal (migration 0012).
     expect(await textIndexDifferencesEverywhere()).toEqual([]);
   });
 });

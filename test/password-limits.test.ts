@@ -7,7 +7,7 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { clientKey } from "../src/limits/password-attempts";
-import { type GuardPolicy, lockoutMs } from "../src/limits/password-guard";
+import { type GuardPolicy, lockoutMs, MAX_FAILED_ADDRESSES } from "../src/limits/password-guard";
 import { limitSetting } from "../src/limits/limit-settings";
 import { rememberRefusal, remainingRefusal } from "../src/limits/refusal-memo";
 import { type CallResult, call } from "./support/client";
@@ -85,7 +85,7 @@ describe("per email", () => {
     tenant = await createTenant();
   });
 
-  it(`${FREE_PER_EMAIL} failures are free, the next locks the email: then 429 even for the right password, without a PBKDF2`, async () => {
+  it(`${FREE_PER_EMAIL} failures are free, the next locks the email: then 429 for any password from an address that failed, without a PBKDF2`, async () => {
     const user = await createTenant("member", tenant.organizationId);
     for (let i = 0; i <= FREE_PER_EMAIL; i++) expect((await login(user.email, `wrong-${i}`)).status).toBe(401);
     const pbkdf2 = countPbkdf2();
@@ -152,6 +152,51 @@ describe("per email", () => {
     expectLimited(await login(user.email, "wrong"));
     // The pair was verified a moment ago: no new check is made, so nothing is refused.
     expect((await basic(user.email, user.password)).status).toBe(200);
+  });
+});
+
+describe("proof of possession through a lock-out (issue 19 point 11)", () => {
+  it("one wrong guess per lock period from one address no longer keeps the owner out", async () => {
+    const user = await createTenant();
+    const guesser = freshIp();
+    for (let i = 0; i <= FREE_PER_EMAIL; i++) expect((await login(user.email, `wrong-${i}`, guesser)).status).toBe(401);
+    expectLimited(await login(user.email, user.password, guesser));
+    // The owner, from an address that has not failed, signs in at once, by /login and by Basic.
+    const owner = freshIp();
+    const ok = await login(user.email, user.password, owner);
+    expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+    // ...and that cleared the email's failures: it is no longer locked.
+    expect((await login(user.email, "wrong-again")).status).toBe(401);
+  });
+
+  it("a guess from a fresh address gets one verification, and that address is then locked out too", async () => {
+    const user = await createTenant();
+    for (let i = 0; i <= FREE_PER_EMAIL; i++) expect((await login(user.email, `wrong-${i}`, freshIp())).status).toBe(401);
+    const first = freshIp();
+    expect((await login(user.email, "fresh-guess", first)).status).toBe(401);
+    expectLimited(await login(user.email, user.password, first));
+    expectLimited(await basic(user.email, user.password, first));
+  });
+
+  it("a burst from one fresh address gets a single verification while the email is locked", async () => {
+    const user = await createTenant();
+    for (let i = 0; i <= FREE_PER_EMAIL; i++) expect((await login(user.email, `wrong-${i}`)).status).toBe(401);
+    const ip = freshIp();
+    const pbkdf2 = countPbkdf2();
+    const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => login(user.email, `burst-${i}`, ip)));
+    expect(answers.filter((a) => a.status === 401).length).toBe(1);
+    expect(answers.filter((a) => a.status === 429).length).toBe(9);
+    expect(pbkdf2.mock.calls.length).toBe(1);
+  });
+
+  it(`after ${MAX_FAILED_ADDRESSES} failed addresses the lock-out holds for every address`, async () => {
+    const user = await createTenant();
+    // Each address fails once: the first ones before the lock, the others through it.
+    for (let i = 0; i < MAX_FAILED_ADDRESSES; i++) {
+      const answer = await login(user.email, `spray-${i}`, freshIp());
+      expect([401, 429], JSON.stringify(answer.body)).toContain(answer.status);
+    }
+    expectLimited(await login(user.email, user.password, freshIp()));
   });
 });
 

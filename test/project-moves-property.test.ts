@@ -26,7 +26,8 @@ import { type MoveRow, saveMove } from "../src/shards/moves/move-rows";
 import { createRun, type Run } from "./deletion-fixtures";
 import { call } from "./support/client";
 import { type FaultMode, faultyD1 } from "./support/faulty-d1";
-import { dbOf, move, otherShard, projectState, requestMove, shardOf } from "./support/moves";
+import { rememberProjectRoute } from "../src/shards/project-routing";
+import { dbOf, move, otherShard, projectState, requestMove, shardOf, stateOnShard, stepUntil } from "./support/moves";
 import { type Tenant, createTenant } from "./support/tenants";
 import { textIndexDifferencesEverywhere } from "./support/text-index";
 
@@ -211,10 +212,47 @@ describe("moving a project, with failures, redeliveries, pauses and concurrent w
         ]);
         expect(normalized(movedState)).toEqual(normalized(twinState));
         expect(Object.values(left).flat()).toEqual([]);
-        // The text index follows every write and removal (migration 0010).
+        // The text index follows every write and removal (migration 0012).
         expect(await textIndexDifferencesEverywhere()).toEqual([]);
       }),
       { numRuns: 20 },
     );
   }, 240_000);
+
+  it("a move back (A to B, then B to A) within the route cache: a write routed by the stale route to A while A is importing goes to B (or a 503), and is never lost", async () => {
+    const run = await createRun(tenant);
+    const values = ["stale-0", "stale-1", "stale-2"];
+    const id = idsOf("stale");
+    const first = { kind: "trace" as const, id: 0, value: 0, spans: 1 };
+    expect(await apply(run, first, id, values)).toBe(200);
+    const a = await shardOf(run.projectId);
+    const b = otherShard(a);
+    const { body: project } = await call(`/v2/projects/${run.projectId}`, { as: tenant });
+    // An isolate that learnt the route before the first move and keeps it for five minutes.
+    const staleRoute = () =>
+      rememberProjectRoute({ projectId: run.projectId, organizationId: tenant.organizationId, projectName: project.name, shard: a, retentionDays: null });
+
+    expect((await stepUntil(await requestMove(run.projectId, b))).phase).toBe("completed");
+    const back = await requestMove(run.projectId, a);
+    const copying = await stepUntil(back, (m) => m.phase === "copying");
+    expect(copying.phase).toBe("copying");
+    expect(await stateOnShard(dbOf(a), run.projectId)).toBe("importing");
+
+    staleRoute();
+    const late = { kind: "trace" as const, id: 1, value: 1, spans: 2 };
+    const status = await apply(run, late, id, values);
+    expect([200, 503]).toContain(status);
+    expect((await stepUntil(back)).phase).toBe("completed");
+    if (status === 503) {
+      staleRoute();
+      expect(await apply(run, late, id, values)).toBe(200);
+    }
+    // Both writes are on A, readable, and nothing is left on B.
+    const state = await projectState(dbOf(a), run.projectId);
+    const ids = new Set(Object.values(state).flat().map((row) => row.id));
+    for (const what of ["trace-0", "span-0-0", "trace-1", "span-1-0", "span-1-1"]) expect(ids.has(id(what)), what).toBe(true);
+    const lookup = await call(`/v2/projects/${run.projectId}/traces/${id("trace-1")}`, { as: tenant });
+    expect(lookup.status, JSON.stringify(lookup.body)).toBe(200);
+    expect(Object.values(await projectState(dbOf(b), run.projectId)).flat()).toEqual([]);
+  }, 120_000);
 });

@@ -306,7 +306,7 @@ describe("the hourly expiry", () => {
           const again = await runExpiry(atMs);
           expect(again.outcome.jobs.some((j) => j.organizationId === admin.organizationId)).toBe(false);
           await drain(again.sent);
-          // The text index follows every write and removal (migration 0010).
+          // The text index follows every write and removal (migration 0012).
           expect(await textIndexDifferencesEverywhere()).toEqual([]);
         },
       ),
@@ -334,6 +334,42 @@ describe("the hourly expiry", () => {
     expect(left).toContain(young);
     expect(left).toContain(oldSpanOfYoung);
     expect(left).not.toContain(orphan);
+  });
+
+  it("a retention made longer, or cleared, while its expiry runs applies before the expiry's next chunk", async () => {
+    const admin = await createTenant("admin");
+    const now = Date.now();
+    const longer = await project(admin, { retention_days: 10 });
+    const cleared = await project(admin, { retention_days: 10 });
+    const ids = { longer: { old: [] as string[], middle: [] as string[] }, cleared: [] as string[] };
+    for (let i = 0; i < 3; i++) {
+      ids.longer.old.push(crypto.randomUUID());
+      ids.longer.middle.push(crypto.randomUUID());
+      ids.cleared.push(crypto.randomUUID());
+    }
+    await postTraces(admin, longer, [
+      ...ids.longer.old.map((id) => ({ id, name: "old", created_at: iso(now - 30 * DAY_MS) })),
+      ...ids.longer.middle.map((id) => ({ id, name: "middle", created_at: iso(now - 15 * DAY_MS) })),
+    ]);
+    await postTraces(admin, cleared, ids.cleared.map((id) => ({ id, name: "old", created_at: iso(now - 30 * DAY_MS) })));
+    const { sent } = await runExpiry(now);
+    expect(sent.length).toBeGreaterThan(0);
+    // One trace per chunk; after the first chunk an admin keeps one project 20 days, the other for ever.
+    deletionTestSeam.chunkLimits = { roots: 1, sessionTraces: 1, spans: 100 };
+    let changed = false;
+    deletionTestSeam.afterChunk = async () => {
+      if (changed) return;
+      changed = true;
+      expect((await patchRetention(admin, longer.projectId, 20)).status).toBe(200);
+      expect((await patchRetention(admin, cleared.projectId, null)).status).toBe(200);
+    };
+    await drain(sent);
+    const left = async (run: { projectId: string }) => (await recordsOfProject(run.projectId)).map((r) => r.id as string);
+    const longerLeft = await left(longer);
+    for (const id of ids.longer.old) expect(longerLeft).not.toContain(id);
+    for (const id of ids.longer.middle) expect(longerLeft).toContain(id);
+    // At most the one chunk before the change erased anything of the cleared project.
+    expect((await left(cleared)).length).toBeGreaterThanOrEqual(2);
   });
 
   it("skips an organization whose previous expiry still runs, and lists jobs newest first, filtered and paginated", async () => {

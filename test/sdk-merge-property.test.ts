@@ -167,7 +167,7 @@ describe("streaming calls in any order, any of them repeated", () => {
           }
           for (const c of deliveries) await send(c);
           expect(await stateOf(shuffled)).toEqual(expected);
-          // The text index follows every write and removal (migration 0010).
+          // The text index follows every write and removal (migration 0012).
           expect(await textIndexDifferencesEverywhere()).toEqual([]);
         },
       ),

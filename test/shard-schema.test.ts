@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 
 const SHARD_TABLES = [
   "runs",
+  "write_refusals",
   "run_families",
   "records",
   "record_metadata",
@@ -24,7 +25,7 @@ const SHARD_TABLES = [
   "records_text_backfill",
 ];
 
-/** The text index (migration 0010) and the tables FTS5 keeps it in. */
+/** The text index (migration 0012) and the tables FTS5 keeps it in. */
 const TEXT_INDEX_TABLES = ["records_text", "records_text_config", "records_text_data", "records_text_idx"];
 
 async function describeTable(db: D1Database, table: string) {

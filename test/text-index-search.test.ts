@@ -1,6 +1,6 @@
 /**
  * Substring search by the text index (docs/search.md, "The text index"; src/search/text-driver.ts,
- * migration 0010): the index narrows, the scan's expression decides, so answers are the scan's
+ * migration 0012): the index narrows, the scan's expression decides, so answers are the scan's
  * whichever path answers; a needle with more candidates than the bound (TEXT_INDEX_MAX_CANDIDATES,
  * 40 in the tests: vitest.config.ts) is answered by the scan; records written before the index
  * existed are found while the backfill runs and after; PATCH and re-ingest keep the index exact.
@@ -71,14 +71,14 @@ describe("substring search through the text index", () => {
 
   it("is an indexed search for scan admission, unless the needle is short or the index is past its bound", () => {
     const classify = (filter: Record<string, unknown>, sort?: unknown) =>
-      classifySearchCost(normalizeSearchRequest({ log_stream_id: crypto.randomUUID(), filters: [filter], ...(sort ? { sort } : {}) } as SearchRequestBody, "trace", "partial"));
+      classifySearchCost(normalizeSearchRequest({ log_stream_id: crypto.randomUUID(), filters: [filter], ...(sort ? { sort } : {}) } as SearchRequestBody, "trace", "partial"), { textIndex: true });
     expect(classify(contains("input", "refund", false))).toEqual({ class: "indexed" });
     expect(classify(contains("input", "refund"), { column_id: "name" })).toEqual({ class: "indexed" });
     expect(classify(contains("input", "re")).class).toBe("scan");
     expect(classify(contains("error_message", "refund")).class).toBe("scan");
     expect(classify({ or: [contains("input", "refund")] }).class).toBe("scan");
     const query = normalizeSearchRequest({ log_stream_id: crypto.randomUUID(), filters: [contains("input", "refund")] } as SearchRequestBody, "trace", "partial");
-    expect(classifySearchCost(query, { textIndex: false }).class).toBe("scan");
+    expect(classifySearchCost(query).class).toBe("scan");
   });
 
   it("answers a needle with more candidates than the bound by the scan, with every match", async () => {
@@ -115,7 +115,7 @@ describe("substring search through the text index", () => {
     const old = Array.from({ length: 30 }, (_, i) => trace(`archived ticket ${i}`));
     await postTraces(tenant, run, old);
     const db = await recordsOf(run.projectId);
-    // The database as migration 0010 leaves one that already held these records: nothing indexed,
+    // The database as migration 0012 leaves one that already held these records: nothing indexed,
     // every existing rid waiting for the backfill.
     await db.batch([
       db.prepare(`INSERT INTO records_text (records_text) VALUES ('delete-all')`),

@@ -4,7 +4,17 @@
  * `wrangler d1 execute`: the statements of src/admin/provisioning.ts, rendered to SQL, with every
  * "nothing happened" case turned into an error a person can act on.
  */
-import { createApiKey, createOrganization, createUser, renderSql, type Statement } from "../../src/admin/provisioning";
+import {
+  createApiKey,
+  createOrganization,
+  createUser,
+  deleteUser,
+  renderSql,
+  resetPassword,
+  revokeApiKey,
+  setRole,
+  type Statement,
+} from "../../src/admin/provisioning";
 import { type D1Target, WranglerError, executeD1 } from "./wrangler";
 
 export type Role = "admin" | "member";
@@ -56,7 +66,34 @@ export async function createApiKeyCommand(userId: string, target: D1Target) {
   const key = await createApiKey(userId);
   const [inserted] = await run(key.statements, target);
   if (inserted?.length !== 1) throw new AdminError(`user ${userId} not found`);
-  return { api_key: key.api_key, user_id: userId };
+  return { api_key: key.api_key, key_id: key.key_id, user_id: userId };
+}
+
+/** Ends the key and the bearer tokens exchanged from it (within 5 s). */
+export async function revokeApiKeyCommand(keyId: string, target: D1Target) {
+  const [deleted] = await run(revokeApiKey(keyId).statements, target);
+  if (deleted?.length !== 1) throw new AdminError(`API key ${keyId} not found`);
+  return { key_id: keyId, user_id: String(deleted[0]!.user_id), revoked: true };
+}
+
+/** Removes the user and their keys; their tokens stop working within 5 s. Their data stays. */
+export async function deleteUserCommand(userId: string, target: D1Target) {
+  const [keys, deleted] = await run(deleteUser(userId).statements, target);
+  if (deleted?.length !== 1) throw new AdminError(`user ${userId} not found`);
+  return { user_id: userId, email: String(deleted[0]!.email), deleted: true, api_keys_revoked: keys?.length ?? 0 };
+}
+
+export async function setRoleCommand(userId: string, role: Role, target: D1Target) {
+  const [updated] = await run(setRole(userId, role).statements, target);
+  if (updated?.length !== 1) throw new AdminError(`user ${userId} not found`);
+  return { user_id: userId, role };
+}
+
+/** A new password; every bearer token of the user ends within 5 s (API keys stay). */
+export async function resetPasswordCommand(userId: string, password: string, target: D1Target) {
+  const [updated] = await run((await resetPassword(userId, password)).statements, target);
+  if (updated?.length !== 1) throw new AdminError(`user ${userId} not found`);
+  return { user_id: userId, password_reset: true };
 }
 
 /** The user with this email, if any (emails are stored in lower case). */

@@ -7,7 +7,7 @@
  * The import goes into a database migrated to the same version and still empty: the triggers
  * are set aside while the rows go in (they would derive rows the file already carries, metric
  * rows and run families, and index text the backfill will index), then the text index is rebuilt
- * by its backfill (migration 0010, src/text-index/backfill.ts), in chunks.
+ * by its backfill (migration 0012, src/text-index/backfill.ts), in chunks.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";

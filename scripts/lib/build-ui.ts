@@ -2,7 +2,8 @@
 /**
  * Builds the trace explorer (ui/) into ui/dist, the directory wrangler.toml's `[assets]` serves:
  * - ui/src/main.tsx bundled and minified by esbuild (Preact, JSX) into assets/main-<hash>.js and
- *   .css, named by content hash so they can be cached for ever (`_headers`);
+ *   .css, named by content hash so they can be cached for ever (`_headers`, which also gives
+ *   every asset the explorer's Content-Security-Policy and other security headers);
  * - ui/index.html with those names filled in;
  * - the API reference bundle of `@scalar/api-reference` (the page at /docs loads it from here
  *   instead of a CDN; src/docs/api-reference-page.ts names the path).
@@ -17,6 +18,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync,
 import { basename, dirname, join, relative } from "node:path";
 import { gzipSync } from "node:zlib";
 import { API_REFERENCE_BUNDLE_PATH } from "../../src/docs/api-reference-page";
+import { EXPLORER_HEADERS } from "../../src/http/security-headers";
 import { REPO_ROOT } from "./wrangler";
 
 export const UI_ROOT = join(REPO_ROOT, "ui");
@@ -79,6 +81,16 @@ function publish(staging: string): void {
   for (const file of filesUnder(UI_DIST)) if (!fresh.has(file)) rmSync(join(UI_DIST, file));
 }
 
+/**
+ * `_headers` for the assets: every file and the page (the single-page fallback included) gets the
+ * explorer's security headers (src/http/security-headers.ts); hashed names never change content,
+ * so browsers may keep them for a year.
+ */
+function headersFile(): string {
+  const security = Object.entries(EXPLORER_HEADERS).map(([name, value]) => `  ${name}: ${value}`);
+  return ["/*", ...security, "/assets/*", "  Cache-Control: public, max-age=31536000, immutable", ""].join("\n");
+}
+
 export async function buildUi(): Promise<UiBuildReport> {
   const staging = join(UI_ROOT, `.dist-${process.pid}-${Date.now()}`);
   rmSync(staging, { recursive: true, force: true });
@@ -113,8 +125,7 @@ export async function buildUi(): Promise<UiBuildReport> {
 
     mkdirSync(join(staging, "vendor"), { recursive: true });
     copyFileSync(SCALAR_BUNDLE, join(staging, API_REFERENCE_BUNDLE_PATH));
-    // Hashed names never change content: browsers may keep them for a year.
-    writeFileSync(join(staging, "_headers"), "/assets/*\n  Cache-Control: public, max-age=31536000, immutable\n");
+    writeFileSync(join(staging, "_headers"), headersFile());
     // Written last: its time stamp is what uiBuildIsFresh compares.
     writeFileSync(join(staging, "index.html"), html);
 

@@ -5,7 +5,7 @@
  * the same wrangler.toml, migrations folder and local state as `npm start`.
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -15,8 +15,15 @@ export const WRANGLER_BIN = join(REPO_ROOT, "node_modules", ".bin", "wrangler");
 /** Where a D1 command runs: the local database (optionally in another directory) or the deployed one. */
 export type D1Target = { remote: true } | { remote: false; persistTo?: string };
 
+/**
+ * The deployed databases are named by the deploy config `npm run provision` writes (wrangler.toml
+ * keeps the placeholder ids that key npm start's local databases).
+ */
+export const DEPLOY_CONFIG = "wrangler.production.toml";
+const DEPLOY_CONFIG_PATH = join(REPO_ROOT, DEPLOY_CONFIG);
+
 export function d1TargetArgs(target: D1Target): string[] {
-  if (target.remote) return ["--remote"];
+  if (target.remote) return ["--remote", ...(existsSync(DEPLOY_CONFIG_PATH) ? ["--config", DEPLOY_CONFIG_PATH] : [])];
   return ["--local", ...(target.persistTo ? ["--persist-to", resolve(target.persistTo)] : [])];
 }
 

@@ -7,10 +7,13 @@ import { API_KEY_PREFIX } from "./api-keys";
 import { principalFromApiKey, principalFromPassword } from "./principal-store";
 import { principalFromToken } from "./tokens";
 
-export const WWW_AUTHENTICATE = 'Bearer realm="trace-store", Basic realm="trace-store"';
-
-export function unauthorized(detail: string): ApiError {
-  return new ApiError(401, detail, { "WWW-Authenticate": WWW_AUTHENTICATE });
+/**
+ * A 401 offers `Bearer`, and `Basic` only to a request that tried Basic: a browser that meets
+ * `Basic` in a 401 asks the user for a password and then sends it on its own to every later
+ * request to this origin, those another site makes it send included.
+ */
+export function unauthorized(detail: string, sentBasic = false): ApiError {
+  return new ApiError(401, detail, { "WWW-Authenticate": sentBasic ? 'Bearer realm="trace-store", Basic realm="trace-store"' : 'Bearer realm="trace-store"' });
 }
 
 function decodeBasic(encoded: string): { email: string; password: string } | undefined {
@@ -32,9 +35,9 @@ function decodeBasic(encoded: string): { email: string; password: string } | und
 async function resolvePrincipal(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Promise<Principal> {
   const apiKey = c.req.header("Service-API-Key") ?? c.req.header("Alt-AO-API-Key");
   if (apiKey !== undefined) {
-    const principal = await principalFromApiKey(database(c.env.DB), apiKey.trim());
-    if (!principal) throw unauthorized("Invalid API key");
-    return principal;
+    const credential = await principalFromApiKey(database(c.env.DB), apiKey.trim());
+    if (!credential) throw unauthorized("Invalid API key");
+    return credential.principal;
   }
   const authorization = c.req.header("Authorization");
   if (authorization) {
@@ -44,9 +47,9 @@ async function resolvePrincipal(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Pr
       // Clients that can set only this header (OpenTelemetry exporters) send an API key here: our
       // keys start with `tsk_`, which no JWT (three dot-separated base64url parts) does.
       if (credentials.startsWith(API_KEY_PREFIX)) {
-        const principal = await principalFromApiKey(database(c.env.DB), credentials);
-        if (!principal) throw unauthorized("Invalid API key");
-        return principal;
+        const credential = await principalFromApiKey(database(c.env.DB), credentials);
+        if (!credential) throw unauthorized("Invalid API key");
+        return credential.principal;
       }
       const principal = await principalFromToken(c.env, credentials);
       if (!principal) throw unauthorized("Invalid or expired token");
@@ -54,10 +57,10 @@ async function resolvePrincipal(c: Parameters<MiddlewareHandler<AppEnv>>[0]): Pr
     }
     if (scheme.toLowerCase() === "basic" && credentials) {
       const basic = decodeBasic(credentials);
-      const principal =
+      const credential =
         basic && (await principalFromPassword(database(c.env.DB), basic.email, basic.password, passwordGate(c.env, basic.email, c.req.header("CF-Connecting-IP"))));
-      if (!principal) throw unauthorized("Invalid username or password");
-      return principal;
+      if (!credential) throw unauthorized("Invalid username or password", true);
+      return credential.principal;
     }
     throw unauthorized("Unsupported authorization scheme");
   }

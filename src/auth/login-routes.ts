@@ -71,16 +71,16 @@ export function registerLogin(app: Router): void {
     // No password is checked (no PBKDF2 spent) when no token could be issued anyway.
     signingSecret(c.env.TOKEN_SECRET);
     const gate = passwordGate(c.env, form.username, c.req.header("CF-Connecting-IP"));
-    const principal = await principalFromPassword(database(c.env.DB), form.username, form.password, gate);
-    if (!principal) throw unauthorized("Incorrect username or password");
-    return c.json(await issueToken(c.env, principal), 200);
+    const credential = await principalFromPassword(database(c.env.DB), form.username, form.password, gate);
+    if (!credential) throw unauthorized("Incorrect username or password");
+    return c.json(await issueToken(c.env, credential), 200);
   });
 
   app.openapi(apiKeyLogin, async (c) => {
     const { api_key } = c.req.valid("json");
     signingSecret(c.env.TOKEN_SECRET);
-    const principal = await principalFromApiKey(database(c.env.DB), api_key.trim());
-    if (!principal) throw unauthorized("Invalid API key");
-    return c.json(await issueToken(c.env, principal), 200);
+    const credential = await principalFromApiKey(database(c.env.DB), api_key.trim());
+    if (!credential) throw unauthorized("Invalid API key");
+    return c.json(await issueToken(c.env, credential), 200);
   });
 }

@@ -57,6 +57,11 @@ export const users = sqliteTable(
     passwordSalt: text("password_salt").notNull(),
     passwordIterations: integer("password_iterations").notNull(),
     createdAt: integer("created_at").notNull(),
+    /**
+     * Bearer tokens carry the generation they were issued in (claim `gen`); a password reset
+     * moves it on, which ends every token issued before (src/auth/token-revocation.ts).
+     */
+    tokenGeneration: integer("token_generation").notNull().default(0),
   },
   (t) => [
     uniqueIndex("users_email").on(t.email),
@@ -76,6 +81,19 @@ export const apiKeys = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [uniqueIndex("api_keys_hash").on(t.keyHash)],
+);
+
+/**
+ * Bearer tokens ended by `POST /v2/logout`, by their id (claim `jti`), kept until they would have
+ * expired anyway (`expires_at`, seconds, as the token's `exp`).
+ */
+export const revokedTokens = sqliteTable(
+  "revoked_tokens",
+  {
+    id: text("id").primaryKey(),
+    expiresAt: integer("expires_at").notNull(),
+  },
+  (t) => [index("revoked_tokens_expiry").on(t.expiresAt)],
 );
 
 export const projects = sqliteTable(

@@ -7,8 +7,9 @@
  */
 import { ChunkSizer } from "./chunk-sizer";
 import { type WorkBudget, deletionTestSeam, fixedChunkLimits } from "./deletion-budgets";
-import type { DeletionCounts, DeletionJob } from "./deletion-jobs";
+import type { DeletionCounts, DeletionJob } from "./deletion-job-types";
 import { deleteChunk } from "./delete-chunk";
+import { currentExpiryJob } from "./expiry-targets";
 import { ensureShardPart } from "./job-parts";
 
 /** What one call did, for the logs: chunks are what concurrent readers wait behind. */
@@ -20,6 +21,8 @@ export interface ChunkStats {
   lastSpanLimit: number;
   /** Records this call deleted (other deliveries of the same part may have deleted more). */
   deleted: number;
+  /** D1 queries this call made (the part's read, the chunks, an expiry's catalog reads). */
+  queries: number;
 }
 
 export type AdvanceResult =
@@ -42,10 +45,11 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve
 
 /**
  * Advances the job's part on `d1` (a shard, or the catalog serving as one). `job` is the
- * catalog's job (selector, organization); a job the catalog already ended is not advanced.
+ * catalog's job (selector, organization); a job the catalog already ended is not advanced. An
+ * expiry re-reads its projects' retention from `catalog` before each chunk (expiry-targets.ts).
  */
-export async function advanceJobPart(d1: D1Database, job: DeletionJob, budget: WorkBudget): Promise<AdvanceResult> {
-  const stats: ChunkStats = { chunks: 0, longestChunkMs: 0, lastSpanLimit: 0, deleted: 0 };
+export async function advanceJobPart(d1: D1Database, job: DeletionJob, budget: WorkBudget, catalog?: D1Database): Promise<AdvanceResult> {
+  const stats: ChunkStats = { chunks: 0, longestChunkMs: 0, lastSpanLimit: 0, deleted: 0, queries: 1 };
   const part = await ensureShardPart(d1, job);
   let queries = 1;
   if (part.status === "completed" || part.status === "failed") return { state: part.status, progress: part.progress, stats };
@@ -57,8 +61,14 @@ export async function advanceJobPart(d1: D1Database, job: DeletionJob, budget: W
   for (;;) {
     const limits = fixedChunkLimits() ?? sizer.limits();
     const chunkStarted = Date.now();
-    const chunk = await deleteChunk(d1, job, limits);
+    let current = job;
+    if (job.kind === "expiry" && catalog) {
+      current = await currentExpiryJob(catalog, job);
+      queries += 1;
+    }
+    const chunk = await deleteChunk(d1, current, limits);
     queries += 1;
+    stats.queries = queries;
     const chunkMs = Date.now() - chunkStarted;
     sizer.record(chunkMs);
     stats.chunks += 1;

@@ -8,7 +8,7 @@ import type { Env } from "../env";
 import { shardDatabase } from "../shards/shard-config";
 import { type AdvanceResult, advanceJobPart } from "./advance-job";
 import type { WorkBudget } from "./deletion-budgets";
-import type { DeletionJob } from "./deletion-jobs";
+import type { DeletionJob } from "./deletion-job-types";
 import { shardPartState, syncPart } from "./job-parts";
 
 export interface PartsOutcome {
@@ -36,14 +36,14 @@ export async function advanceParts(env: Env, job: DeletionJob, shards: readonly 
     const db = shardDatabase(env, shard);
     let result: AdvanceResult;
     try {
-      result = await advanceJobPart(db, job, remaining);
+      result = await advanceJobPart(db, job, remaining, env.DB);
     } catch (error) {
       // What committed before the failure is counted on the job before the retry.
       await syncPart(env, job.id, shard, await shardPartState(db, job.id)).catch(() => undefined);
       throw error;
     }
-    // The part's reads, its chunks and the catalog copy below.
-    queries += 2 + result.stats.chunks;
+    // The part's reads, its chunks (with an expiry's catalog reads) and the catalog copy below.
+    queries += 1 + result.stats.queries;
     records += result.stats.deleted;
     await syncPart(env, job.id, shard, { status: result.state === "unfinished" ? "running" : result.state, progress: result.progress });
     outcome.results.push([shard, result]);

@@ -8,10 +8,15 @@
  * The walk is bounded (DRY_RUN_MAX_PAGES statements, within a request's D1 query allowance):
  * past that the counts are what was counted so far and `exact` is false: the deletion would
  * remove at least that much.
+ *
+ * Each page reads every record below its matches (all the traces and spans of a matching session,
+ * the whole subtree of a matching span), which can be a whole run: a dry run is scan-class
+ * (DRY_RUN_COST), run under its organization's scan admission (docs/limits.md).
  */
 import type { Env } from "../env";
+import type { QueryCost } from "../limits/scan-admission";
 import { shardDatabase } from "../shards/shard-config";
-import type { DeletionCounts } from "./deletion-jobs";
+import type { DeletionCounts } from "./deletion-job-types";
 import { shardsOfOrganization } from "./job-parts";
 import { COUNT_SESSION_PAGE, COUNT_SPAN_PAGE, COUNT_TRACE_PAGE } from "./deletion-sql";
 
@@ -23,6 +28,9 @@ export interface MetadataSelector {
 
 /** Matching sessions (or traces, or spans) per page. */
 const PAGE_SIZE = 200;
+
+/** What the limits see of a dry run: never indexed, whatever matches (see above). */
+export const DRY_RUN_COST: QueryCost = { class: "scan", reasons: ["a deletion dry run counts every record below each match, up to whole runs"] };
 
 /** Statements one dry run may run: 100 pages of 200 matching records, 20,000 matches in all. */
 export const DRY_RUN_MAX_PAGES = 100;

@@ -7,7 +7,7 @@
 import { nowMicros } from "../db/client";
 import type { JobStatus } from "../db/schema";
 import type { ChunkLimits } from "./deletion-budgets";
-import type { DeletionCounts, DeletionJob } from "./deletion-jobs";
+import type { DeletionCounts, DeletionJob } from "./deletion-job-types";
 import { CHUNK_STATEMENTS, type ChunkValues } from "./deletion-sql";
 import { EXPIRY_CHUNK_STATEMENTS, type ExpiryChunkValues, PATCHES_REMOVED_INDEX, bindingsOf } from "./expiry-sql";
 

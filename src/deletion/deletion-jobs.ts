@@ -8,6 +8,7 @@ import { database, microsToIso, nowMicros } from "../db/client";
 import type { BatchItem } from "drizzle-orm/batch";
 import { type JobStatus, orgJobShards, orgJobs } from "../db/schema";
 import type { Env } from "../env";
+import type { DeletionCounts, DeletionJob, DeletionRequestData, ExpiryRequestData } from "./deletion-job-types";
 import { failShardPart, shardsOfOrganization } from "./job-parts";
 
 export const DELETE_BY_METADATA = "delete_by_metadata";
@@ -17,40 +18,6 @@ export const JOB_NAMES = [DELETE_BY_METADATA, EXPIRE_RETENTION] as const;
 
 /** Statuses in which a job still deletes; a completed or failed job never deletes again. */
 export const ACTIVE_STATUSES = ["queued", "running"] as const satisfies readonly JobStatus[];
-
-export interface DeletionRequestData {
-  metadata_key: string;
-  metadata_value: string;
-  immediate: boolean;
-}
-
-/** A project an expiry job erases the old records of, and from when on it keeps them. */
-export interface ExpiringProject {
-  project_id: string;
-  retention_days: number;
-  /** created_at (microseconds) from which records are kept. */
-  cutoff: number;
-}
-
-export interface ExpiryRequestData {
-  projects: ExpiringProject[];
-}
-
-interface JobBase {
-  id: string;
-  organizationId: string;
-  status: JobStatus;
-  progress: DeletionCounts;
-}
-
-/** What a worker needs to advance a job: a deletion by metadata, or a retention expiry. */
-export type DeletionJob = (JobBase & { kind: "metadata"; key: string; value: string }) | (JobBase & { kind: "expiry"; projects: ExpiringProject[] });
-
-export interface DeletionCounts {
-  sessions: number;
-  traces: number;
-  spans: number;
-}
 
 export type OrgJobRow = typeof orgJobs.$inferSelect;
 

@@ -10,7 +10,8 @@ import type { AppEnv } from "../http/app-env";
 import { adminOnlyResponse, commonErrorResponses } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
-import { countDeletionSet } from "./count-deletion-set";
+import { withinScanAdmission } from "../limits/scan-admission";
+import { countDeletionSet, DRY_RUN_COST } from "./count-deletion-set";
 import { describeCounts, jobAnswer, organizationJob, organizationJobs } from "./deletion-jobs";
 import {
   DeleteByMetadataQuery,
@@ -30,7 +31,7 @@ const deleteByMetadata = createRoute({
   summary: "Delete every session, trace and span of the organization whose user_metadata[key] equals value",
   description: [
     "Deletes, in every project and run of the caller's organization, each session, trace and span whose `user_metadata[metadata_key]` equals `metadata_value` exactly, with all traces of such a session, all spans of such traces, every span below such a span, their metadata, tags and metrics, and the streaming updates held for them. Erased ids are tombstoned for seven days: a record or update that arrives later naming one of them is not stored.",
-    "Default: a job is queued and its id returned at once; follow it with `GET /v2/org-jobs/{job_id}`. `immediate=true` deletes inside the request up to a fixed budget (5 s or 10,000 records): if that finishes, `job_id` is null and `deleted` gives the counts, otherwise the rest continues as the returned job. `dry_run=true` only counts (`would_delete`; `would_delete_is_exact` is false when the count stopped at its bound of 20,000 matching records).",
+    "Default: a job is queued and its id returned at once; follow it with `GET /v2/org-jobs/{job_id}`. `immediate=true` deletes inside the request up to a fixed budget (5 s or 10,000 records): if that finishes, `job_id` is null and `deleted` gives the counts, otherwise the rest continues as the returned job. `dry_run=true` only counts (`would_delete`; `would_delete_is_exact` is false when the count stopped at its bound of 20,000 matching records); a dry run counts every record below each match, so it is a scan-class request for the organization's limits (a 429 with `Retry-After` when its scans are at their limit).",
     "`job_id` is null when nothing matches. Admins only.",
   ].join("\n\n"),
   middleware: [adminOnly] as const,
@@ -95,7 +96,7 @@ export function registerDeletion(app: Router): void {
     const what = `user_metadata[${JSON.stringify(metadata_key)}] = ${JSON.stringify(metadata_value)}`;
 
     if (dry_run) {
-      const { counts, exact } = await countDeletionSet(c.env, selector);
+      const { counts, exact } = await withinScanAdmission(c.env, principal.organizationId, DRY_RUN_COST, () => countDeletionSet(c.env, selector));
       const amount = exact ? describeCounts(counts) : `at least ${describeCounts(counts)} (the count stopped there: more match)`;
       return c.json(
         { job_id: null, message: `Dry run: deleting ${what} would remove ${amount}. Nothing was deleted.`, would_delete: counts, would_delete_is_exact: exact },

@@ -36,6 +36,8 @@
  * same chunk. `changes()` counts only the records.
  */
 
+import { MAX_CHAIN_DEPTH } from "../ingest/write-guards";
+
 /** A statement and the positions of the chunk's values it binds, in order (see ChunkValues). */
 export interface ChunkStatement {
   sql: string;
@@ -125,16 +127,22 @@ SELECT project_id, id, ?8 FROM (
 )`;
 
 /**
- * How deep spans nest at most: a request's JSON nests at most 512 levels (src/http/middleware.ts),
- * two per span level.
+ * How deep a chain of records may be (src/ingest/write-guards.ts): the depth-first walk below
+ * meets its first leaf within that many steps. Older data may hold deeper chains: the walk is
+ * bounded by rows (LIMIT), not depth, so it still reaches their leaves when the chunk allows.
  */
-const MAX_SPAN_DEPTH = 256;
+const MAX_SPAN_DEPTH = MAX_CHAIN_DEPTH;
 
 /**
  * Spans matching on their own metadata, with the spans below them, leaves first: the subtrees
  * are walked depth first and only the spans with no child left are taken (at most ?7), so every
  * span still standing stays reachable from its matching ancestor. Depth first, the walk meets
  * its first leaf within MAX_SPAN_DEPTH steps, so a chunk always makes progress.
+ *
+ * Loops stored before writes refused them (a span under itself or its descendant): a loop is
+ * reachable from a seed only if the seed is on it (each span has one parent), so the walk never
+ * steps back onto its seed, and a child that is the seed does not keep a span from being a leaf.
+ * The loop is then erased from the seed's parent back round to the seed, as a chain.
  */
 const TOMBSTONE_MATCHED_SPAN_LEAVES = `
 WITH RECURSIVE ${ACTIVE},
@@ -143,17 +151,18 @@ seeds AS (
     AND ${HELD_HERE}
   LIMIT ?5
 ),
-subtree(project_id, id, run_id, depth) AS (
-  SELECT r.project_id, r.id, r.run_id, 0 FROM seeds CROSS JOIN records AS r ON r.rid = seeds.record_rid
+subtree(project_id, id, run_id, depth, seed) AS (
+  SELECT r.project_id, r.id, r.run_id, 0, r.id FROM seeds CROSS JOIN records AS r ON r.rid = seeds.record_rid
   UNION ALL
-  SELECT c.project_id, c.id, c.run_id, subtree.depth + 1 FROM subtree
+  SELECT c.project_id, c.id, c.run_id, subtree.depth + 1, subtree.seed FROM subtree
   CROSS JOIN records AS c ON c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND +c.record_type = 'span'
+  WHERE c.id != subtree.seed
   ORDER BY 4 DESC
   LIMIT ?7 + ${MAX_SPAN_DEPTH}
 )
 ${TOMBSTONE}
 SELECT project_id, id, ?8 FROM subtree
-WHERE NOT EXISTS (SELECT 1 FROM records AS c WHERE c.parent_id = subtree.id AND +c.run_id = subtree.run_id)
+WHERE NOT EXISTS (SELECT 1 FROM records AS c WHERE c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND c.id != subtree.seed)
 LIMIT ?7`;
 
 /** Candidate traces that have no span left. */
@@ -358,27 +367,37 @@ SELECT
 /**
  * Matching spans not already counted (their trace or session is counted) and with no matching
  * ancestor span (which counts them), each with its whole subtree.
+ *
+ * Both walks stop at MAX_CHAIN_DEPTH levels, so a loop or an over-deep chain stored before
+ * writes refused them cannot hang the database (a chain deeper than that is counted to that
+ * depth). On a loop every member is an ancestor of every other: the ancestor walk stops when it
+ * is back at its start, the member with the least id among the loop's matching spans counts the
+ * loop, and the subtree walk never steps back onto its root, so each member is counted once.
  */
 export const COUNT_SPAN_PAGE = `
 WITH RECURSIVE ${PAGE("span")},
-ancestors(start, project_id, id, run_id) AS (
-  SELECT p.rid, p.project_id, p.parent_id, p.run_id FROM page AS p
+ancestors(start, start_id, project_id, id, run_id, depth) AS (
+  SELECT p.rid, p.id, p.project_id, p.parent_id, p.run_id, 1 FROM page AS p
   UNION ALL
-  SELECT a.start, r.project_id, r.parent_id, r.run_id FROM ancestors AS a
+  SELECT a.start, a.start_id, r.project_id, r.parent_id, r.run_id, a.depth + 1 FROM ancestors AS a
   CROSS JOIN records AS r ON r.project_id = a.project_id AND r.id = a.id AND +r.run_id = a.run_id AND +r.record_type = 'span'
+  WHERE a.depth < ${MAX_CHAIN_DEPTH} AND a.id != a.start_id
 ),
 counted_roots AS (
   SELECT p.rid, p.id, p.run_id FROM page AS p
   WHERE NOT ${IN_MATCHING_SESSION("p")} AND NOT ${IN_COUNTED_TRACE("p")}
     AND NOT EXISTS (
       SELECT 1 FROM ancestors AS a CROSS JOIN records AS ar ON ar.project_id = a.project_id AND ar.id = a.id AND +ar.run_id = a.run_id
-      WHERE a.start = p.rid AND ar.record_type = 'span' AND ${MATCHING_RECORD("ar")}
+      WHERE a.start = p.rid AND ar.record_type = 'span' AND ar.id != p.id AND ${MATCHING_RECORD("ar")}
+        AND (ar.id < p.id OR NOT EXISTS (SELECT 1 FROM ancestors AS own WHERE own.start = p.rid AND own.id = p.id))
     )
 ),
-subtree(id, run_id) AS (
-  SELECT id, run_id FROM counted_roots
+subtree(root, id, run_id, depth) AS (
+  SELECT id, id, run_id, 1 FROM counted_roots
   UNION ALL
-  SELECT c.id, c.run_id FROM subtree CROSS JOIN records AS c ON c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND +c.record_type = 'span'
+  SELECT subtree.root, c.id, c.run_id, subtree.depth + 1 FROM subtree
+  CROSS JOIN records AS c ON c.parent_id = subtree.id AND +c.run_id = subtree.run_id AND +c.record_type = 'span'
+  WHERE subtree.depth < ${MAX_CHAIN_DEPTH} AND c.id != subtree.root
 )
 SELECT
   (SELECT count(*) FROM page) AS roots,
@@ -386,4 +405,3 @@ SELECT
   ${PAGE_END},
   0 AS traces,
   (SELECT count(*) FROM subtree) AS spans`;
-

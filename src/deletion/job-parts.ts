@@ -12,7 +12,7 @@
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { CATALOG_SHARD, shardConfig, shardDatabase } from "../shards/shard-config";
-import type { DeletionCounts, DeletionJob } from "./deletion-jobs";
+import type { DeletionCounts, DeletionJob } from "./deletion-job-types";
 
 export interface PartState {
   status: "queued" | "running" | "completed" | "failed";

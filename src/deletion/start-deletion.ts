@@ -7,9 +7,8 @@ import type { Env } from "../env";
 import { shardDatabase } from "../shards/shard-config";
 import { advanceParts } from "./advance-parts";
 import { immediateBudget } from "./deletion-budgets";
+import type { DeletionCounts, DeletionRequestData } from "./deletion-job-types";
 import {
-  type DeletionCounts,
-  type DeletionRequestData,
   deletionJobById,
   failJob,
   insertDeletionJob,

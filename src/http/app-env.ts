@@ -6,6 +6,8 @@ export interface Principal {
   organizationId: string;
   role: "admin" | "member";
   email: string;
+  /** Set when the caller presented a bearer token: the token's id and expiry (seconds), for logout. */
+  token?: { id: string; expiresAt: number };
 }
 
 /** Hono's environment for every router of the service. */

@@ -29,6 +29,12 @@ export const RECORD_LIMITS = {
    * 2,000,000 bytes; the rest is room for the fixed columns.
    */
   maxRecordBytes: 1_900_000,
+  /**
+   * How far past the server's clock `created_at` or `updated_at` may be (microseconds): a day,
+   * for clients whose clocks drift. A date further ahead would escape retention (expiry erases by
+   * `created_at`) or freeze the record (a write older than the stored `updated_at` never wins).
+   */
+  maxFutureMicros: 24 * 3600 * 1_000_000,
 } as const;
 
 /** UTF-8 length of a string, counted without encoding it (a lone surrogate counts 3, as its U+FFFD replacement). */

@@ -269,6 +269,21 @@ class BatchBuilder {
     };
   }
 
+  /**
+   * A `created_at` or `updated_at` the client gave more than RECORD_LIMITS.maxFutureMicros past
+   * the server's clock is a fault of the record at `path` (contract section 12).
+   */
+  checkNotFuture(path: RecordPath, fields: { created_at?: string | null; updated_at?: string | null }): void {
+    const latest = this.ctx.nowMicros + RECORD_LIMITS.maxFutureMicros;
+    for (const field of ["created_at", "updated_at"] as const) {
+      const given = fields[field];
+      const micros = given ? isoToMicros(given) : undefined;
+      if (micros === undefined || micros <= latest) continue;
+      const msg = `Value error, ${field} is more than 24 hours ahead of the server's clock (${new Date(this.ctx.nowMicros / 1000).toISOString()}): such a record would escape retention or refuse later updates`;
+      this.faults.push({ loc: [...path, field], msg, type: "value_error", input: given, ctx: { error: msg.replace("Value error, ", "") } });
+    }
+  }
+
   createdAt(fields: { created_at?: string | null }, fallback: number): number {
     return (fields.created_at ? isoToMicros(fields.created_at) : undefined) ?? fallback;
   }
@@ -303,6 +318,7 @@ function addSpan(
   fallbackCreatedAt: number,
 ): void {
   const id = span.id ?? crypto.randomUUID();
+  builder.checkNotFuture(path, span);
   const createdAt = builder.createdAt(span, fallbackCreatedAt);
   const row = {
     ...builder.baseRow("span", span.type, span, { id, session_id: sessionId, trace_id: traceId, parent_id: parent.id }, createdAt),
@@ -319,6 +335,7 @@ export function traceRows(traces: IngestTrace[], ctx: IngestContext, path: Recor
   for (const [index, trace] of traces.entries()) {
     const id = trace.id ?? crypto.randomUUID();
     const sessionId = trace.session_id ?? ctx.sessionId;
+    builder.checkNotFuture([...path, index], trace);
     const createdAt = builder.createdAt(trace, ctx.nowMicros);
     // A trace's parent is its session: has_children of a session means "has traces".
     const row = builder.baseRow("trace", "trace", trace, { id, session_id: sessionId, trace_id: id, parent_id: sessionId }, createdAt);
@@ -358,6 +375,7 @@ export interface SessionInput {
 
 export function sessionRows(session: SessionInput, ctx: IngestContext): RecordBatch {
   const builder = new BatchBuilder(ctx);
+  builder.checkNotFuture(["body"], session);
   const id = session.id ?? crypto.randomUUID();
   const row: RecordRow = {
     ...builder.baseRow("session", "session", { ...session, type: "trace" } as IngestTrace, { id, session_id: id, trace_id: null, parent_id: null }, builder.createdAt(session, ctx.nowMicros)),

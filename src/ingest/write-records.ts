@@ -28,6 +28,7 @@ import { RECORD_COLUMNS, type RecordBatch } from "./record-rows";
 import { RECORD_LIMITS, utf8Bytes } from "./record-limits";
 import { rebuildSideRows } from "./side-rows";
 import { TOMBSTONED } from "./tombstones";
+import { PARENT_CHAIN_REFUSAL, parentChainError, parentChainStatement, refuseWhileImportingStatement } from "./write-guards";
 
 const MAX_PARAM_BYTES = 1_000_000;
 
@@ -135,12 +136,19 @@ export interface WriteScope {
   runId: string;
 }
 
-/** The statements that write a batch, in dependency order (records before their side rows). */
-export function recordWriteStatements(db: D1Database, batch: RecordBatch, scope: WriteScope): D1PreparedStatement[] {
+/**
+ * The statements that write a batch, in dependency order (records before their side rows). A
+ * client's batch is refused (422) if a parent_id would make a loop or a chain deeper than
+ * MAX_CHAIN_DEPTH (write-guards.ts); a move's copy (`copy: true`) writes the records as they
+ * were, so that data stored before the rule still moves.
+ */
+export function recordWriteStatements(db: D1Database, batch: RecordBatch, scope: WriteScope, options: { copy?: boolean } = {}): D1PreparedStatement[] {
   const statements: D1PreparedStatement[] = [];
   for (const chunk of jsonArraysBySize(batch.encoded)) {
     statements.push(db.prepare(UPSERT_RECORDS).bind(chunk));
   }
+  const parentCheck = options.copy ? null : parentChainStatement(db, batch, scope.projectId);
+  if (parentCheck) statements.push(parentCheck);
   for (const ids of jsonArraysBySize(batch.records.map((r) => JSON.stringify(r.id)))) {
     for (const sql of REBUILD_SIDE_ROWS) statements.push(db.prepare(sql).bind(ids, scope.projectId));
   }
@@ -163,6 +171,7 @@ export async function runWriteBatch(db: D1Database, statements: D1PreparedStatem
     return await db.batch(statements);
   } catch (error) {
     const text = `${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`;
+    if (text.includes(PARENT_CHAIN_REFUSAL)) throw parentChainError();
     if (!text.includes("run_metric_name_limit")) throw error;
     const msg = `Value error, this request would give the run more than ${RECORD_LIMITS.maxMetricNamesPerRun} distinct metric names (each stays a column of the run); nothing of it was written`;
     throw new RequestValidationError([
@@ -172,10 +181,10 @@ export async function runWriteBatch(db: D1Database, statements: D1PreparedStatem
 }
 
 /**
- * The head of every batch that writes records on a shard: the project's registration and the
- * run's copy there, idempotent, so that a copy lost between the catalog's write and the shard's
+ * The head of every batch that writes records on a shard: the refusal of a copy a move is still
+ * filling (write-guards.ts), the project's registration and the run's copy there, idempotent, so that a copy lost between the catalog's write and the shard's
  * heals with the next write (src/shards/shard-membership.ts).
  */
 export function shardMembershipStatements(db: D1Database, run: RunWithProject): D1PreparedStatement[] {
-  return [registerProjectStatement(db, { projectId: run.projectId, organizationId: run.copy.organizationId }), copyRunStatement(db, run.copy)];
+  return [refuseWhileImportingStatement(db, run.projectId), registerProjectStatement(db, { projectId: run.projectId, organizationId: run.copy.organizationId }), copyRunStatement(db, run.copy)];
 }

@@ -51,24 +51,38 @@ export function tooManyFailures(retryAfterSeconds: number): ApiError {
 
 export function passwordGate(env: Env, email: string, clientIp: string | undefined): PasswordGate {
   const policies = passwordPolicies(env);
-  const guarded: { key: string; policy: GuardPolicy; clearOnSuccess: boolean }[] = [
-    { key: `email:${email.trim().toLowerCase()}`, policy: policies.email, clearOnSuccess: true },
+  const address = clientIp ? clientKey(clientIp) : undefined;
+  const emailKey = `email:${email.trim().toLowerCase()}`;
+  const guarded: { key: string; memoKey: string; policy: GuardPolicy; clearOnSuccess: boolean; address?: string }[] = [
+    // The email's guard may let a clean address through its lock-out (password-guard.ts), so a
+    // refusal is remembered for this email and this address only.
+    { key: emailKey, memoKey: `${emailKey}|${address ?? ""}`, policy: policies.email, clearOnSuccess: true, address },
   ];
-  if (clientIp) guarded.push({ key: `ip:${clientKey(clientIp)}`, policy: policies.ip, clearOnSuccess: false });
+  if (address) guarded.push({ key: `ip:${address}`, memoKey: `ip:${address}`, policy: policies.ip, clearOnSuccess: false });
+  let verdicts: GuardVerdict[] = [];
+  /** Takes back the checks the guards counted (and the addresses this check added). */
+  const takeBack = () =>
+    Promise.all(
+      guarded.map((g, i) => {
+        const verdict = verdicts[i];
+        if (!verdict?.admitted) return undefined;
+        return guard(env, g.key).succeeded(g.policy, false, verdict.newAddress ? g.address : undefined);
+      }),
+    );
   return {
     async admit() {
       // A lock-out this isolate already heard of: refused without asking the guards again.
-      const known = Math.max(0, ...guarded.map((g) => remainingRefusal(g.key) ?? 0));
+      const known = Math.max(0, ...guarded.map((g) => remainingRefusal(g.memoKey) ?? 0));
       if (known > 0) throw tooManyFailures(known);
-      const verdicts: GuardVerdict[] = await Promise.all(guarded.map((g) => guard(env, g.key).admit(g.policy)));
+      verdicts = await Promise.all(guarded.map((g) => guard(env, g.key).admit(g.policy, g.address)));
       const wait = Math.max(0, ...verdicts.map((v) => (v.admitted ? 0 : v.retryAfterSeconds)));
       guarded.forEach((g, i) => {
         const verdict = verdicts[i]!;
-        if (!verdict.admitted) rememberRefusal(g.key, verdict.retryAfterSeconds);
+        if (!verdict.admitted) rememberRefusal(g.memoKey, verdict.retryAfterSeconds);
       });
       if (verdicts.some((v) => !v.admitted)) {
         // The guard that admitted counted a check that will not run: take it back.
-        await Promise.all(guarded.map((g, i) => (verdicts[i]!.admitted ? guard(env, g.key).succeeded(g.policy, false) : undefined)));
+        await takeBack();
         throw tooManyFailures(wait);
       }
     },
@@ -76,7 +90,7 @@ export function passwordGate(env: Env, email: string, clientIp: string | undefin
       await Promise.all(guarded.map((g) => guard(env, g.key).succeeded(g.policy, g.clearOnSuccess)));
     },
     async withdraw() {
-      await Promise.all(guarded.map((g) => guard(env, g.key).succeeded(g.policy, false)));
+      await takeBack();
     },
   };
 }

@@ -12,6 +12,14 @@
  * A right password for the email clears that email's count. Failures are forgotten after
  * `forgetAfterSeconds` without one.
  *
+ * Proof of possession (issue 19 point 11): a lock-out alone would let anyone who knows an email
+ * keep its owner out with one wrong guess per lock period. So an email's guard also remembers the
+ * client addresses its failures came from, and while locked still admits a check from an address
+ * that has not failed for it (one at a time: the check is counted as that address's failure until
+ * it proves right). A guesser then needs a fresh address for every guess against a locked email,
+ * each guess also lengthens the lock, and once MAX_FAILED_ADDRESSES addresses have failed the lock
+ * holds for every address (the guesser has that many addresses: availability gives way).
+ *
  * The state is stored (one small row per key): a lock-out survives the object being evicted. An
  * alarm deletes it once forgotten, so keys seen once do not accumulate.
  */
@@ -23,15 +31,21 @@ export interface GuardPolicy {
   forgetAfterSeconds: number;
 }
 
-export type GuardVerdict = { admitted: true } | { admitted: false; retryAfterSeconds: number };
+/** `newAddress`: this check added its address to the failed ones (take it back with `succeeded`). */
+export type GuardVerdict = { admitted: true; newAddress?: boolean } | { admitted: false; retryAfterSeconds: number };
 
 interface GuardState {
   failures: number;
   lastFailureAt: number;
   lockedUntil: number;
+  /** The client addresses (password-attempts.ts `clientKey`) that failed checks came from. */
+  failedFrom: string[];
 }
 
-const EMPTY: GuardState = { failures: 0, lastFailureAt: 0, lockedUntil: 0 };
+const EMPTY: GuardState = { failures: 0, lastFailureAt: 0, lockedUntil: 0, failedFrom: [] };
+
+/** How many failed addresses an email's lock-out still lets others through (see above). */
+export const MAX_FAILED_ADDRESSES = 50;
 
 /** How long `failures` failures lock the key (0 while they are free). */
 export function lockoutMs(failures: number, policy: GuardPolicy): number {
@@ -47,34 +61,49 @@ export class PasswordGuard extends DurableObject {
   constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env as never);
     ctx.blockConcurrencyWhile(async () => {
-      this.state = (await ctx.storage.get<GuardState>("state")) ?? EMPTY;
+      const stored = await ctx.storage.get<GuardState>("state");
+      // State stored before addresses were kept has none.
+      this.state = stored ? { ...stored, failedFrom: stored.failedFrom ?? [] } : EMPTY;
     });
   }
 
-  /** Admits one password check (counted as a failure until `succeeded`), or says how long to wait. */
-  async admit(policy: GuardPolicy): Promise<GuardVerdict> {
+  /**
+   * Admits one password check (counted as a failure until `succeeded`), or says how long to wait.
+   * `address`: the client's, for an email's guard (lets a clean address through a lock-out).
+   */
+  async admit(policy: GuardPolicy, address?: string): Promise<GuardVerdict> {
     const now = Date.now();
-    let { failures, lockedUntil } = this.state;
+    let { failures, lockedUntil, failedFrom } = this.state;
     if (failures > 0 && now - this.state.lastFailureAt > policy.forgetAfterSeconds * 1000) {
       failures = 0;
       lockedUntil = 0;
+      failedFrom = [];
     }
-    if (lockedUntil > now) return { admitted: false, retryAfterSeconds: Math.max(1, Math.ceil((lockedUntil - now) / 1000)) };
+    const added = address !== undefined && !failedFrom.includes(address) ? address : undefined;
+    const mayProvePossession = added !== undefined && failedFrom.length < MAX_FAILED_ADDRESSES;
+    if (lockedUntil > now && !mayProvePossession) return { admitted: false, retryAfterSeconds: Math.max(1, Math.ceil((lockedUntil - now) / 1000)) };
     failures += 1;
     const lock = lockoutMs(failures, policy);
-    await this.save({ failures, lastFailureAt: now, lockedUntil: lock > 0 ? now + lock : 0 }, policy);
-    return { admitted: true };
+    // A check admitted through a lock-out lengthens it like any other failure until it proves right.
+    const until = Math.max(lockedUntil, lock > 0 ? now + lock : 0);
+    await this.save({ failures, lastFailureAt: now, lockedUntil: until, failedFrom: added === undefined ? failedFrom : [...failedFrom, added] }, policy);
+    return { admitted: true, newAddress: added !== undefined };
   }
 
   /**
-   * The admitted check was right. `clear`: forget every failure (the email's owner proved the
-   * password); otherwise take back only this check's count (an IP shared by many users keeps
-   * the failures of the others).
+   * The admitted check was right (or could not be made). `clear`: forget every failure (the
+   * email's owner proved the password); otherwise take back only this check's count (an IP shared
+   * by many users keeps the failures of the others), and `address` when the check had added it.
    */
-  async succeeded(policy: GuardPolicy, clear: boolean): Promise<void> {
-    const failures = clear ? 0 : Math.max(0, this.state.failures - 1);
+  async succeeded(policy: GuardPolicy, clear: boolean, address?: string): Promise<void> {
+    if (clear) {
+      await this.save(EMPTY, policy);
+      return;
+    }
+    const failures = Math.max(0, this.state.failures - 1);
     const lock = lockoutMs(failures, policy);
-    await this.save({ failures, lastFailureAt: this.state.lastFailureAt, lockedUntil: lock > 0 ? this.state.lastFailureAt + lock : 0 }, policy);
+    const failedFrom = address === undefined ? this.state.failedFrom : this.state.failedFrom.filter((a) => a !== address);
+    await this.save({ failures, lastFailureAt: this.state.lastFailureAt, lockedUntil: lock > 0 ? this.state.lastFailureAt + lock : 0, failedFrom }, policy);
   }
 
   override async alarm(): Promise<void> {

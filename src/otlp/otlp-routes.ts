@@ -72,7 +72,7 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const principal = c.get("principal");
   const now = nowMicros();
   const run = await resolveDestination(c.env, principal, target);
-  const plan = await planExport(request, run.runId);
+  const plan = await planExport(request, run.runId, now);
   const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now));
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));

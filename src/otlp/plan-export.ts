@@ -15,6 +15,7 @@
  * left out and counted as rejected, as OTLP's partial success reports them.
  */
 import { microsToIso } from "../db/client";
+import { RECORD_LIMITS } from "../ingest/record-limits";
 import type { IngestSpan, IngestTrace } from "../ingest/ingest-schemas";
 import { type Plain, attributeMap } from "./attribute-values";
 import { fitMetadata } from "./fit-record-limits";
@@ -211,15 +212,22 @@ function traceFromRoot(root: MappedSpan, rootNode: IngestSpan, resource: Map<str
   };
 }
 
-export async function planExport(request: ExportTraceServiceRequest, runId: string): Promise<ExportPlan> {
+export async function planExport(request: ExportTraceServiceRequest, runId: string, nowMicros = Date.now() * 1000): Promise<ExportPlan> {
   const rejections = new Rejections();
   const raw = collectSpans(request, rejections);
   const ids = await spanIdsOf(raw);
 
   // One record per span id: a span sent twice in one request is stored once (the last copy).
+  // A span that starts more than a day ahead of the server's clock is rejected on its own
+  // (contract section 12: it would escape retention); its children then wait for a parent.
+  const latestStart = nowMicros + RECORD_LIMITS.maxFutureMicros;
   const mapped = new Map<string, { span: MappedSpan; resource: Map<string, Plain> }>();
   for (const [i, r] of raw.entries()) {
     const span = mapSpan(r.span, ids[i]!, attributeMap(r.span.attributes));
+    if (span.startMicros !== undefined && span.startMicros > latestStart) {
+      rejections.add("start time more than 24 hours ahead of the server's clock");
+      continue;
+    }
     mapped.delete(span.id);
     mapped.set(span.id, { span, resource: r.resource });
   }

@@ -21,12 +21,14 @@
  */
 import { microsToIso } from "../db/client";
 import type { Principal } from "../http/app-env";
+import { RequestValidationError } from "../http/errors";
 import { mergeBatches } from "../ingest/merge-batches";
 import { type IngestContext, type RecordBatch, sessionRows, spanRows, traceRows } from "../ingest/record-rows";
 import { linkStoredSpansStatements, linkToStoredTraceStatements } from "../ingest/streaming-links";
 import { heldPatchStatements } from "../ingest/streaming-patches";
 import { earlierTraceStartStatements } from "../ingest/trace-start";
 import { isoToMicros } from "../ingest/timestamps";
+import { PARENT_CHAIN_MESSAGE, PARENT_CHAIN_REFUSAL } from "../ingest/write-guards";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "../ingest/write-records";
 import type { RunWithProject } from "../projects/run-access";
 import type { TracePlan } from "./plan-export";
@@ -91,7 +93,9 @@ function createdMicros(trace: TracePlan): number | undefined {
 
 /** Errors of one trace's own data (answered as rejected spans), as opposed to failures of the service. */
 function traceFault(error: unknown): string | undefined {
+  if (error instanceof RequestValidationError) return error.items.map((e) => e.msg.replace("Value error, ", "")).join("; ").slice(0, 500);
   const text = `${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`;
+  if (text.includes(PARENT_CHAIN_REFUSAL)) return PARENT_CHAIN_MESSAGE;
   if (text.includes("record_ownership_conflict")) return "the trace id is already used in another log stream or experiment of the project";
   if (text.includes("SQLITE_TOOBIG") || text.includes("string or blob too big")) return "the trace's records are too large to store";
   return undefined;

@@ -12,7 +12,8 @@
  * organization that has something to erase.
  */
 import { nowMicros as currentMicros } from "../db/client";
-import { EXPIRE_RETENTION, type ExpiringProject, insertOrgJob } from "../deletion/deletion-jobs";
+import type { ExpiringProject } from "../deletion/deletion-job-types";
+import { EXPIRE_RETENTION, insertOrgJob } from "../deletion/deletion-jobs";
 import { enqueueJob } from "../deletion/start-deletion";
 import { PROJECTS_WITH_EXPIRED_DATA } from "../deletion/expiry-sql";
 import type { Env } from "../env";

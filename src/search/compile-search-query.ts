@@ -157,7 +157,7 @@ function textPlan(ctx: Context, candidates: SQL): SQL {
 
 // ---- side-table-driven plan (native order) ----------------------------------------------------
 
-interface SideDriver {
+export interface SideDriver {
   conjunct: FilterNode;
   leaf: FilterLeaf;
 }
@@ -244,6 +244,23 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   return { with: counted, inner: sql`SELECT * FROM (${firstArm}) UNION ALL SELECT * FROM (${secondArm})` };
 }
 
+// ---- which plan ---------------------------------------------------------------------------------
+
+/**
+ * The table whose index drives the statement: record_metrics for a metric sort, a side table's
+ * index for a top-level metadata `eq` or tag `contains` in native order, else records (whose
+ * index SQLite picks). search-cost.ts classifies a search by this same choice.
+ */
+export type AccessPath = { kind: "metric"; name: string } | { kind: "side"; driver: SideDriver } | { kind: "records"; nativeOrder: boolean };
+
+export function accessPathOf(query: SearchQuery): AccessPath {
+  const sortColumn = query.sort?.column;
+  if (sortColumn?.kind === "metric") return { kind: "metric", name: sortColumn.name };
+  const nativeOrder = !sortColumn || isColumn(sortColumn, "created_at");
+  const driver = nativeOrder ? sideDriverOf(conjunctsOf(query.filter)) : undefined;
+  return driver ? { kind: "side", driver } : { kind: "records", nativeOrder };
+}
+
 // ---- the statement ------------------------------------------------------------------------------
 
 function countColumns(ctx: Context): SQL {
@@ -315,7 +332,7 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope, optio
     columns: sql`${r.rid} AS "rid", ${r.id} AS "id", ${rowBytes(names, query)} AS "_row_bytes"`,
     familyKey: familyKeyOf(pack.value(scope.runId), pack.value(query.family)),
   };
-  const sortColumn = query.sort?.column;
+  const path = accessPathOf(query);
   let prefix = sql``;
   let inner: SQL;
   const textDriver = usableTextDriver(query, options);
@@ -323,14 +340,12 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope, optio
   if (textDriver) {
     candidates = textCandidates(textDriver, ctx.familyKey, pack, options.textIndexBound!);
     inner = textPlan(ctx, candidates);
-  } else if (sortColumn?.kind === "metric") {
-    const plan = metricPlan(ctx, sortColumn.name);
+  } else if (path.kind === "metric") {
+    const plan = metricPlan(ctx, path.name);
     prefix = plan.with;
     inner = plan.inner;
   } else {
-    const inNativeOrder = !sortColumn || isColumn(sortColumn, "created_at");
-    const driver = inNativeOrder ? sideDriverOf(conjunctsOf(query.filter)) : undefined;
-    inner = driver ? sidePlan(ctx, driver) : recordsPlan(ctx);
+    inner = path.kind === "side" ? sidePlan(ctx, path.driver) : recordsPlan(ctx);
   }
   // The page is re-sorted outside (at most limit + 1 rows): a subquery's order is not guaranteed.
   const order = (table: string) => sql.raw(`"${table}"."arm", "${table}"."sort_value" IS NULL, "${table}"."sort_value" ${ctx.direction}, "${table}"."id" ${ctx.direction}`);

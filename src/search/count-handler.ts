@@ -15,7 +15,7 @@ import { COUNT_CAP, countRoute } from "./count-routes";
 import { normalizeSearchRequest } from "./normalize-search-request";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
-import { withinSearchAdmission } from "./search-cost";
+import { withinTextIndexedAdmission } from "./search-cost";
 import { SEARCH_FAMILIES } from "./search-routes";
 import { throwOnCandidateOverflow } from "./text-driver";
 
@@ -65,9 +65,9 @@ export function registerCounts(app: Router): void {
         }
         return Number(counted?.results?.[0]?.total ?? 0);
       });
-      // A count over a substring or case-insensitive filter reads every row of the run, as the
-      // search would: it is admitted as the search would be.
-      const total = await withinSearchAdmission(c.env, principal.organizationId, query, count);
+      // A count whose filter no index narrows (a substring, an unindexed column, ...) reads every
+      // row of the run, as the search would: it is admitted by the same classification.
+      const total = await withinTextIndexedAdmission(c.env, principal.organizationId, query, count);
       return c.json({ total_count: Math.min(total, COUNT_CAP), capped: total > COUNT_CAP }, 200);
     });
   }

@@ -1,37 +1,58 @@
 /**
- * Whether a normalized search is **indexed** or **scan-class** (docs/search.md, "Cost classes";
- * docs/limits.md). The classification is of the request's shape, not a cost estimate: a
- * scan-class search is one whose cost grows with the size of the run whatever it finds, because
- * no index can serve it (see "How a search runs" in docs/search.md):
+ * Whether a query over a run's records is **indexed** or **scan-class**: THE classification that
+ * every route which runs a filter over a run uses (search, count, and the routes built on
+ * SearchQuery: export, delete-by-filter, add-to-queue by filter, metrics), so that the limits
+ * see what the database will really do (docs/search.md, "Cost classes"; docs/limits.md).
  *
- * - a substring match (`contains` on a text, id or metadata value): every row's text is read;
- * - a case-insensitive comparison (`case_sensitive: false`): every row's value is lowered;
- * - a sort on a column no index orders (anything but `created_at`, `id` and `metrics/<name>`):
- *   every matching record is read and sorted before the first one is returned;
- * - an offset of DEEP_OFFSET or more: the index is walked past every skipped entry.
+ *   classifySearchCost(query)                  -> { class: "indexed" } | { class: "scan", reasons }
+ *   withinSearchAdmission(env, org, query, fn) -> fn() at once when indexed, else while holding
+ *                                                  one of the organization's scan slots (or a 429)
  *
- * Everything else is indexed: its first page costs about the same at 100,000 and 1,000,000
- * records. So is a search the text index drives (text-driver.ts: a top-level `contains` or `eq`
- * on name, input or output with at least three characters), whatever else it asks: its every
- * leaf, sort and offset works on at most TEXT_INDEX_MAX_CANDIDATES candidates. When the run holds
- * more candidates than that, the search is run again without the index, classified as if the
- * index did not exist (withinSearchAdmission). (A selective equality on a column without an index, `name` say, also walks the run
- * when it matches little; it is left indexed because it is cheap when it matches much, which
- * its shape cannot tell.)
+ * A route that walks every match page by page classifies each page's query (a deep offset is
+ * scan-class on its own); one that reads a run some other way states its cost to
+ * `withinScanAdmission` (src/limits/scan-admission.ts) itself, as the deletion dry run does.
  *
- * The per-organization limit on concurrent scans (src/limits) reads this.
+ * Search and count may also be served by the text index (text-driver.ts: a top-level `contains`
+ * or `eq` on name, input or output with at least three characters): such a search is indexed
+ * whatever else it asks, since its every leaf, sort and offset works on at most
+ * TEXT_INDEX_MAX_CANDIDATES candidates (classifySearchCost with `textIndex`). When the run holds
+ * more candidates than that, it runs again without the index, classified as below
+ * (withinTextIndexedAdmission).
+ *
+ * The class follows the access path compileSearchQuery gives the statement (accessPathOf): a
+ * search is indexed when every leaf of its filter narrows the index that drives the statement,
+ * so the rows read are the rows returned (plus any skipped by the offset). A leaf the driving
+ * index does not narrow is checked on each row the index yields until the page fills: when it
+ * matches little, that is the whole run, and the shape cannot tell how much it matches. Hence:
+ *
+ * - leaves that narrow the driver (never scan-class): in native order, `created_at` comparisons
+ *   and one `eq` on `type` or `model` (records_family_{order,type_order,model_order}); a top-level
+ *   `eq` / `one_of` on `id`, `trace_id`, `session_id` or `parent_id`, which bounds the statement
+ *   by that key's records whatever else it holds; the `user_metadata` `eq` or tag `contains` that
+ *   drives a side-table plan, with `created_at` comparisons beside it; comparisons on the metric
+ *   the search is sorted by;
+ * - scan-class whatever the plan: a substring match (`contains` on anything but tags), a
+ *   case-insensitive comparison, a sort no index orders, an offset of DEEP_OFFSET or more;
+ * - scan-class because nothing narrows them: any other leaf, named by why: a
+ *   `dataset_metadata.<key>` leaf (each row's JSON is parsed), a leaf under `or` / `not`, a metric
+ *   comparison without a sort on that metric, and an unindexed column (`name`, `status_code`, a
+ *   second metadata key, ...).
+ *
+ * test/scan-classification.test.ts checks each shape against its real query plan.
  */
 import type { Env } from "../env";
 import { limitSetting } from "../limits/limit-settings";
-import { whileHoldingScanSlot } from "../limits/scan-admission";
-import { type CompileOptions, usableTextDriver } from "./compile-search-query";
+import { type QueryCost, withinScanAdmission } from "../limits/scan-admission";
+import { accessPathOf, type AccessPath, type CompileOptions, usableTextDriver } from "./compile-search-query";
+import { conjunctsOf } from "./compile-filter-tree";
+import type { ColumnRef } from "./search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
 import { TextCandidatesOverflow } from "./text-driver";
 
 /** Offsets from here on are scan-class: about 5 ms of index walk at 1M records, growing linearly. */
 export const DEEP_OFFSET = 50_000;
 
-export type SearchCost = { class: "indexed" } | { class: "scan"; reasons: string[] };
+export type SearchCost = QueryCost;
 
 /** Sorts an index serves: the native order's columns, and every metric (record_metrics, keyed in metric order). */
 function sortIsIndexed(sort: SearchQuery["sort"]): boolean {
@@ -40,33 +61,85 @@ function sortIsIndexed(sort: SearchQuery["sort"]): boolean {
   return sort.column.kind === "standard" && (sort.column.id === "created_at" || sort.column.id === "id");
 }
 
-function leafReason(leaf: FilterLeaf): string | undefined {
-  if (leaf.kind === "never" || leaf.kind === "between") return undefined;
-  const isTags = leaf.column.kind === "standard" && leaf.column.id === "tags";
-  if (leaf.kind === "contains" && !isTags) return `substring match on ${leaf.column.id}`;
-  if (!leaf.caseSensitive) return `case-insensitive match on ${leaf.column.id}`;
-  return undefined;
+function isStandard(column: ColumnRef, ...ids: string[]): boolean {
+  return column.kind === "standard" && ids.includes(column.id);
 }
 
-/** The tree's leaves in the order the request wrote them (without recursion). */
-function leaves(node: FilterNode): FilterLeaf[] {
-  const out: FilterLeaf[] = [];
-  const stack: FilterNode[] = [node];
+/** Columns whose own index finds a key's records directly (records_family_id_order, records_trace, records_session, records_parent). */
+const KEY_COLUMNS = ["id", "trace_id", "session_id", "parent_id"];
+
+/** A comparison an index can serve as a range (or a point): not `ne`. */
+function isRange(leaf: FilterLeaf): boolean {
+  return (leaf.kind === "compare" && leaf.operator !== "ne") || leaf.kind === "between";
+}
+
+function isKeyLookup(leaf: FilterLeaf): boolean {
+  const lookup = (leaf.kind === "compare" && leaf.operator === "eq") || (leaf.kind === "in" && !leaf.negated);
+  return lookup && leaf.caseSensitive && isStandard(leaf.column, ...KEY_COLUMNS);
+}
+
+const isCreatedAtRange = (leaf: FilterLeaf) => leaf.kind !== "never" && isRange(leaf) && isStandard(leaf.column, "created_at");
+
+/** The top-level leaves the statement's driving index narrows (see the module comment). */
+function narrowingLeaves(query: SearchQuery, path: AccessPath): Set<FilterLeaf> {
+  const top = conjunctsOf(query.filter).flatMap((node) => (node.kind === "leaf" ? [node.leaf] : []));
+  switch (path.kind) {
+    case "metric":
+      return new Set(top.filter((leaf) => leaf.kind !== "never" && leaf.column.kind === "metric" && leaf.column.name === path.name && isRange(leaf)));
+    case "side":
+      return new Set([path.driver.leaf, ...top.filter(isCreatedAtRange)]);
+    case "records": {
+      const key = top.find(isKeyLookup) as Exclude<FilterLeaf, { kind: "never" }> | undefined;
+      // A key lookup bounds the statement by that key's records: every other leaf, wherever it
+      // sits, is checked on those rows only. (Under a sort by id only the id index serves.)
+      if (key && (path.nativeOrder || isStandard(key.column, "id"))) return new Set(leavesWithContext(query.filter).map(({ leaf }) => leaf));
+      if (!path.nativeOrder) return new Set();
+      // In native order one of records_family_{order, model_order, type_order} drives: created_at
+      // ranges, and at most one equality (SQLite picks one index; the other equality is then
+      // checked per row).
+      const equality = ["model", "type"]
+        .map((id) => top.find((leaf) => leaf.kind === "compare" && leaf.operator === "eq" && leaf.caseSensitive && isStandard(leaf.column, id)))
+        .find((leaf) => leaf !== undefined);
+      return new Set([...top.filter(isCreatedAtRange), ...(equality ? [equality] : [])]);
+    }
+  }
+}
+
+function leafReason(leaf: FilterLeaf, underOrNot: boolean, narrowing: Set<FilterLeaf>): string | undefined {
+  if (leaf.kind === "never") return undefined;
+  const { id } = leaf.column;
+  if (leaf.kind === "contains" && !isStandard(leaf.column, "tags")) return `substring match on ${id}`;
+  if (leaf.kind !== "between" && !leaf.caseSensitive) return `case-insensitive match on ${id}`;
+  if (narrowing.has(leaf)) return undefined;
+  if (leaf.column.kind === "dataset_metadata") return `${id} read from every record's JSON`;
+  if (underOrNot) return `filter on ${id} under or/not`;
+  if (leaf.column.kind === "metric") return `filter on ${id} without a sort on it`;
+  return `filter on ${id} that no index serves`;
+}
+
+/** Each leaf with whether it sits under an `or` or a `not`, in the order the request wrote them (without recursion). */
+function leavesWithContext(root: FilterNode): { leaf: FilterLeaf; underOrNot: boolean }[] {
+  const out: { leaf: FilterLeaf; underOrNot: boolean }[] = [];
+  const stack: { node: FilterNode; underOrNot: boolean }[] = [{ node: root, underOrNot: false }];
   while (stack.length > 0) {
-    const current = stack.pop()!;
-    if (current.kind === "leaf") out.push(current.leaf);
-    else if (current.kind === "not") stack.push(current.child);
-    else for (let i = current.children.length - 1; i >= 0; i--) stack.push(current.children[i]!);
+    const { node, underOrNot } = stack.pop()!;
+    if (node.kind === "leaf") out.push({ leaf: node.leaf, underOrNot });
+    else if (node.kind === "not") stack.push({ node: node.child, underOrNot: true });
+    else {
+      const below = underOrNot || node.kind === "or";
+      for (let i = node.children.length - 1; i >= 0; i--) stack.push({ node: node.children[i]!, underOrNot: below });
+    }
   }
   return out;
 }
 
-/** `textIndex: false`: as the search is run when the index yields too many candidates. */
-export function classifySearchCost(query: SearchQuery, { textIndex = true }: { textIndex?: boolean } = {}): SearchCost {
+/** `textIndex`: as search and count run it, served by the text index when it can be. */
+export function classifySearchCost(query: SearchQuery, { textIndex = false }: { textIndex?: boolean } = {}): SearchCost {
   if (textIndex && usableTextDriver(query, { textIndexBound: 1 })) return { class: "indexed" };
+  const narrowing = narrowingLeaves(query, accessPathOf(query));
   const reasons = new Set<string>();
-  for (const leaf of leaves(query.filter)) {
-    const reason = leafReason(leaf);
+  for (const { leaf, underOrNot } of leavesWithContext(query.filter)) {
+    const reason = leafReason(leaf, underOrNot, narrowing);
     if (reason) reasons.add(reason);
   }
   if (!sortIsIndexed(query.sort)) reasons.add(`sort on ${query.sort!.column.id}`);
@@ -75,13 +148,21 @@ export function classifySearchCost(query: SearchQuery, { textIndex = true }: { t
 }
 
 /**
- * Runs `work` for a search-shaped query (a search, a count), compiled with the options it is
- * given: a scan-class one holds one of its organization's scan slots while it runs
- * (docs/limits.md), an indexed one runs at once. A search the text index drives runs at once
- * with the index; if the index yields more candidates than the bound (`work` throws
- * TextCandidatesOverflow), it runs again without the index, admitted as that search is.
+ * Runs `work` for a query over a run's records (a search page, a count, a page of an export...):
+ * a scan-class one holds one of its organization's scan slots while it runs (docs/limits.md),
+ * an indexed one runs at once, without a call to the slots.
  */
-export async function withinSearchAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: (options: CompileOptions) => Promise<T>): Promise<T> {
+export function withinSearchAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: () => Promise<T>): Promise<T> {
+  return withinScanAdmission(env, organizationId, classifySearchCost(query), work);
+}
+
+/**
+ * withinSearchAdmission for search and count, which the text index may serve: `work` compiles
+ * with the options it is given. A search the index can drive runs at once with it; if the index
+ * yields more candidates than the bound (`work` throws TextCandidatesOverflow), it runs again
+ * without the index, admitted as that search is.
+ */
+export async function withinTextIndexedAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: (options: CompileOptions) => Promise<T>): Promise<T> {
   const bound = limitSetting(env, "TEXT_INDEX_MAX_CANDIDATES");
   if (usableTextDriver(query, { textIndexBound: bound })) {
     try {
@@ -90,6 +171,5 @@ export async function withinSearchAdmission<T>(env: Env, organizationId: string,
       if (!(error instanceof TextCandidatesOverflow)) throw error;
     }
   }
-  const withoutIndex = () => work({ textIndexBound: null });
-  return classifySearchCost(query, { textIndex: false }).class === "scan" ? whileHoldingScanSlot(env, organizationId, withoutIndex) : withoutIndex();
+  return withinSearchAdmission(env, organizationId, query, () => work({ textIndexBound: null }));
 }

@@ -23,15 +23,21 @@ interface CliRun {
 let persistTo: string;
 
 function admin(...args: string[]): Promise<CliRun> {
+  return adminWithInput(undefined, ...args);
+}
+
+/** The command with `input` on its standard input (a password, as an operator pipes it). */
+function adminWithInput(input: string | undefined, ...args: string[]): Promise<CliRun> {
   return new Promise((resolve, reject) => {
     const child = spawn("npm", ["run", "--silent", "admin", "--", ...args, "--persist-to", persistTo], {
       cwd: REPO_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
+      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     });
+    if (input !== undefined) child.stdin!.end(input);
     let stdout = "";
     let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
@@ -86,7 +92,7 @@ describe("admin command line", () => {
 
   it("create-api-key prints the key", async () => {
     const key = oneJsonObject(await admin("create-api-key", "--user", userId));
-    expect(key).toEqual({ api_key: expect.stringMatching(/^tsk_[\w-]{43}$/), user_id: userId });
+    expect(key).toEqual({ api_key: expect.stringMatching(/^tsk_[\w-]{43}$/), key_id: expect.stringMatching(UUID), user_id: userId });
     apiKey = key.api_key!;
   });
 
@@ -106,6 +112,29 @@ describe("admin command line", () => {
       1,
       /already exists/,
     );
+  });
+
+  it("create-user reads the password from standard input, and warns when it is given on the command line", async () => {
+    const piped = oneJsonObject(await adminWithInput(`${password}\n`, "create-user", "--org", organizationId, "--email", `piped-${email}`, "--role", "member"));
+    expect(piped.user_id).toMatch(UUID);
+    const flagged = await admin("create-user", "--org", organizationId, "--email", `flagged-${email}`, "--password", password, "--role", "member");
+    expect(oneJsonObject(flagged).user_id).toMatch(UUID);
+    expect(flagged.stderr).toMatch(/warning: --password shows the password to shell history/);
+  });
+
+  it("revoke-api-key, set-role, reset-password and delete-user change the database and refuse unknown ids", async () => {
+    const user = oneJsonObject(await adminWithInput(password, "create-user", "--org", organizationId, "--email", `revoked-${email}`, "--role", "admin"));
+    const key = oneJsonObject(await admin("create-api-key", "--user", user.user_id!));
+    expect(oneJsonObject(await admin("revoke-api-key", "--key", key.key_id!))).toEqual({ key_id: key.key_id, user_id: user.user_id, revoked: true });
+    expectFailure(await admin("revoke-api-key", "--key", key.key_id!), 1, new RegExp(`API key ${key.key_id} not found`));
+    expect(oneJsonObject(await admin("set-role", "--user", user.user_id!, "--role", "member"))).toEqual({ user_id: user.user_id, role: "member" });
+    expect(oneJsonObject(await adminWithInput("another long password\n", "reset-password", "--user", user.user_id!))).toEqual({ user_id: user.user_id, password_reset: true });
+    expectFailure(await admin("reset-password", "--user", user.user_id!, "--password", "on-the-command-line"), 2, /never from the command line/);
+    const [row] = await executeD1(`SELECT role, token_generation FROM users WHERE id = '${user.user_id}'`, { remote: false, persistTo });
+    expect(row?.results).toEqual([{ role: "member", token_generation: 1 }]);
+    expect(oneJsonObject(await admin("delete-user", "--user", user.user_id!))).toEqual({ user_id: user.user_id, email: `revoked-${email}`, deleted: true, api_keys_revoked: 0 });
+    expectFailure(await admin("delete-user", "--user", user.user_id!), 1, new RegExp(`user ${user.user_id} not found`));
+    expectFailure(await adminWithInput(password, "reset-password", "--user", UNKNOWN), 1, new RegExp(`user ${UNKNOWN} not found`));
   });
 
   it("create-api-key for an unknown user fails", async () => {
@@ -175,6 +204,21 @@ describe("admin command line", () => {
       const listed = await fetch(`${baseUrl}/v2/projects`, { headers: { Authorization: `Bearer ${access_token}` } });
       expect(listed.status).toBe(200);
       expect(((await listed.json()) as { name: string }[]).map((p) => p.name)).toEqual(["from-the-cli"]);
+    });
+
+    it("a revoked key, and the tokens exchanged from it, stop working within 5 s while the service runs", async () => {
+      const user = oneJsonObject(await adminWithInput(password, "create-user", "--org", organizationId, "--email", `live-${email}`, "--role", "member"));
+      const key = oneJsonObject(await admin("create-api-key", "--user", user.user_id!));
+      const login = await fetch(`${baseUrl}/login/api_key`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ api_key: key.api_key }) });
+      const { access_token } = (await login.json()) as { access_token: string };
+      const asKey = () => fetch(`${baseUrl}/v2/current_user`, { headers: { "Service-API-Key": key.api_key! } }).then((r) => r.status);
+      const asToken = () => fetch(`${baseUrl}/v2/current_user`, { headers: { Authorization: `Bearer ${access_token}` } }).then((r) => r.status);
+      expect([await asKey(), await asToken()]).toEqual([200, 200]);
+      oneJsonObject(await admin("revoke-api-key", "--key", key.key_id!));
+      const revokedAt = Date.now();
+      await expect.poll(async () => [await asKey(), await asToken()], { timeout: 10_000, interval: 250 }).toEqual([401, 401]);
+      // 5 s of cache at most, plus the polling requests themselves on a busy machine.
+      expect(Date.now() - revokedAt).toBeLessThan(7_000);
     });
 
     it("shards reports each database's size, records and projects", async () => {

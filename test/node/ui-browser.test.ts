@@ -11,7 +11,7 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -21,6 +21,8 @@ const VIEWPORT = { width: 1280, height: 800 };
 let server: DemoServer;
 let browser: Browser;
 const contexts: BrowserContext[] = [];
+/** Content-Security-Policy violations any page reported (each test must end with none). */
+const cspViolations: string[] = [];
 
 async function api<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
   const response = await fetch(`${server.origin}${path}`, {
@@ -49,6 +51,17 @@ async function newPage(colorScheme: "light" | "dark" = "light"): Promise<Page> {
   // A page error is a bug, whatever the view shows.
   page.on("pageerror", (error) => {
     throw error;
+  });
+  // A blocked script, style, image or request is a bug too: the policy and the page disagree.
+  // Passed as text: this file is type-checked without the DOM's types.
+  await page.addInitScript(
+    `document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " on " + location.pathname))`,
+  );
+  page.on("console", (message) => {
+    const text = message.text();
+    // Scalar's bundle tries eval on /docs and works without it (the policy keeps it blocked).
+    if (text === "CSP violation: script-src blocked eval on /docs") return;
+    if (message.type() === "error" && /CSP violation|Content Security Policy/.test(text)) cspViolations.push(text);
   });
   return page;
 }
@@ -90,6 +103,10 @@ beforeAll(async () => {
   admin = await newPage();
 }, 240_000);
 
+afterEach(() => {
+  expect(cspViolations.splice(0)).toEqual([]);
+});
+
 afterAll(async () => {
   for (const context of contexts) await context.close().catch(() => undefined);
   await browser?.close();
@@ -113,6 +130,9 @@ describe("trace explorer", () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe("/sign-in");
     expect(await page.evaluate(`sessionStorage.getItem("trace-store.token")`)).toBeNull();
+    // Signing out ended the token on the server too (POST /v2/logout): a copy of it is worthless.
+    const withOldToken = () => fetch(`${server.origin}/v2/current_user`, { headers: { Authorization: `Bearer ${stored.session}` } }).then((r) => r.status);
+    await expect.poll(withOldToken, { timeout: 10_000 }).toBe(401);
     await page.goto("/");
     await page.getByRole("button", { name: "Sign in" }).waitFor();
   });
@@ -463,6 +483,66 @@ describe("trace explorer", () => {
     await page.getByText("Organization jobs").first().waitFor();
     await shot(page, "api-reference");
     expect(elsewhere).toEqual([]);
+  });
+
+  it("serves the page, its assets and /docs with a Content-Security-Policy that forbids framing, and nosniff everywhere", async () => {
+    const script = (await (await fetch(`${server.origin}/`)).text()).match(/src="(\/assets\/main-[^"]+\.js)"/)![1]!;
+    for (const path of ["/", runPath("traces", "?page=2"), "/sign-in", script, "/docs"]) {
+      const response = await fetch(`${server.origin}${path}`);
+      expect(response.status, path).toBe(200);
+      const policy = response.headers.get("content-security-policy") ?? "";
+      expect(policy, path).toContain("frame-ancestors 'none'");
+      expect(policy, path).toMatch(/script-src 'self'( 'sha256-[A-Za-z0-9+/=]+')*;/);
+      expect(policy, path).not.toContain("unsafe-eval");
+      expect(response.headers.get("x-content-type-options"), path).toBe("nosniff");
+      expect(response.headers.get("referrer-policy"), path).toMatch(/^(strict-origin-when-cross-origin|same-origin|no-referrer)$/);
+    }
+    // The API's answers are never sniffed into something else either.
+    const api = await fetch(`${server.origin}/v2/projects`);
+    expect(api.status).toBe(401);
+    expect(api.headers.get("x-content-type-options")).toBe("nosniff");
+    // Scalar's inline start-up script runs only because its hash is in the policy.
+    const docs = await fetch(`${server.origin}/docs`);
+    const inline = (await docs.text()).match(/<script type="text\/javascript">([\s\S]*?)<\/script>/)![1]!;
+    const { createHash } = await import("node:crypto");
+    expect(docs.headers.get("content-security-policy")).toContain(`'sha256-${createHash("sha256").update(inline).digest("base64")}'`);
+  });
+
+  it("shows deeply nested JSON (6,000 levels of text, 500 of structure) without breaking the page", async () => {
+    const run = await api("POST", `/v2/projects/${server.demo.project_id}/log_streams`, { name: "deep-json" });
+    const deepText = `${"[".repeat(6000)}"bottom"${"]".repeat(6000)}`;
+    let deepObject: unknown = { bottom: "of the object" };
+    for (let i = 0; i < 500; i++) deepObject = { level: deepObject };
+    const id = crypto.randomUUID();
+    const ingested = await api("POST", `/v2/projects/${server.demo.project_id}/traces`, {
+      log_stream_id: run.body.id,
+      traces: [{ id, name: "deep json", input: deepText, output: deepObject }],
+    });
+    expect(ingested.status).toBe(200);
+
+    const page = await newPage();
+    await page.goto("/");
+    await signInWithKey(page, server.demo.api_key);
+    await page.getByRole("link", { name: /^demo\s/ }).waitFor();
+    await page.goto(`/projects/${server.demo.project_id}/log_streams/${run.body.id}/traces?open=${id}`);
+    const detail = page.getByTestId("record-detail");
+    await detail.filter({ hasText: "deep json" }).waitFor();
+    const input = detail.locator("section").filter({ hasText: "Input" });
+    const output = detail.locator("section").filter({ hasText: "Output" });
+    // The outer levels are a tree as usual; the rest waits behind a button, as text.
+    await input.locator(".json-view details").first().waitFor();
+    await output.locator(".json-key").filter({ hasText: "level" }).first().waitFor();
+    const showInput = input.getByRole("button", { name: /Show the \d[\d,]* levels below as text/ });
+    await showInput.click();
+    const inputText = input.locator(".json-deep-text .long-text");
+    await inputText.getByRole("button", { name: /Show all/ }).click();
+    await expect.poll(async () => (await inputText.textContent())!.replace(/\s/g, "")).toContain(`${"[".repeat(100)}"bottom"${"]".repeat(100)}`);
+    await output.getByRole("button", { name: /Show the \d[\d,]* levels below as text/ }).click();
+    await output.locator(".json-deep-text").getByRole("button", { name: /Show all/ }).click();
+    await expect.poll(() => output.locator(".json-deep-text").textContent()).toContain('{"level":{"bottom":"of the object"}}');
+    // The page still works: the table behind the view, and closing it.
+    await page.keyboard.press("Escape");
+    await waitForRows(page, 1);
   });
 
   it("leaves every API route to the worker, browser navigations included", async () => {

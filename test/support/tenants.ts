@@ -7,6 +7,8 @@ export interface Tenant {
   email: string;
   password: string;
   apiKey: string;
+  /** The key's id, as `create-api-key` prints it (`revoke-api-key --key`). */
+  apiKeyId: string;
   role: "admin" | "member";
 }
 
@@ -28,7 +30,7 @@ export async function createTenant(role: "admin" | "member" = "admin", organizat
   await runStatements(env.DB, user.statements);
   const key = await createApiKey(user.user_id);
   await runStatements(env.DB, key.statements);
-  return { organizationId: orgId, userId: user.user_id, email, password, apiKey: key.api_key, role };
+  return { organizationId: orgId, userId: user.user_id, email, password, apiKey: key.api_key, apiKeyId: key.key_id, role };
 }
 
 /** A second user (e.g. a member) in the same organization as `tenant`. */

@@ -1,5 +1,5 @@
 /**
- * Is the text index (`records_text`, migration 0010) exactly the index of the records' text as
+ * Is the text index (`records_text`, migration 0012) exactly the index of the records' text as
  * they are now? A contentless index cannot be read back, so this builds a fresh index of the
  * same declaration from `records` (the rows the backfill has reached) and compares the two
  * entry by entry (term, rid) through fts5vocab: a write path that forgot the index, or removed

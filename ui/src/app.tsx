@@ -1,6 +1,6 @@
 /** The page: sign-in gate, header, and the view the URL names. */
 import { useEffect, useState } from "preact/hooks";
-import { onUnauthorized } from "./api/client";
+import { logout, onUnauthorized } from "./api/client";
 import { getCurrentUser } from "./api/endpoints";
 import { clearToken, readToken } from "./api/token-store";
 import type { CurrentUser } from "./api/types";
@@ -56,6 +56,7 @@ export function App() {
   }
 
   const signOut = () => {
+    void logout();
     clearToken();
     setToken(null);
     setUser(null);

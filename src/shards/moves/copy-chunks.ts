@@ -105,7 +105,7 @@ export async function copyIds(source: D1Database, target: D1Database, scope: Mov
   if (runRows!.results.length > 0) bind(INSERT_RUNS, rowsJson(runRows!.results as unknown as { row: string }[]));
   if (everything) bind(DELETE_TOMBSTONES, scope.projectId, list);
   bind(DELETE_RECORDS, scope.projectId, list);
-  statements.push(...recordWriteStatements(target, batchOf(found), { ...scope, runId: "" }));
+  statements.push(...recordWriteStatements(target, batchOf(found), { ...scope, runId: "" }, { copy: true }));
   const withChildren = found.filter((r) => r.has_children === 1).map((r) => r.id);
   const withoutChildren = found.filter((r) => r.has_children !== 1).map((r) => r.id);
   for (const [value, group] of [[1, withChildren], [0, withoutChildren]] as const) {

@@ -97,3 +97,17 @@ export async function loginWithApiKey(apiKey: string): Promise<string> {
   const response = await send("POST", "/login/api_key", { body: JSON.stringify({ api_key: apiKey }), contentType: "application/json", auth: false });
   return ((await response.json()) as TokenAnswer).access_token;
 }
+
+/**
+ * `POST /v2/logout`: ends this tab's token on the server too (within 5 s everywhere), so a copy
+ * of it is worthless. Best effort: signing out locally never waits on or fails with the network.
+ */
+export async function logout(): Promise<void> {
+  const token = readToken();
+  if (!token) return;
+  try {
+    await fetch("/v2/logout", { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: "{}" });
+  } catch {
+    // offline: the token still expires on its own
+  }
+}

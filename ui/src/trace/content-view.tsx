@@ -1,9 +1,12 @@
 /**
  * An input or output as a person reads it: chat messages as a conversation, retrieved documents
- * as a list, JSON pretty-printed and collapsible, long text cut with "show all".
+ * as a list, JSON pretty-printed and collapsible (at any depth: ./json-text.ts), long text cut
+ * with "show all".
  */
+import type { ComponentChild } from "preact";
 import { useState } from "preact/hooks";
 import { asMessages } from "../format/values";
+import { jsonText, nestingDepth } from "./json-text";
 
 const TEXT_LIMIT = 1_000;
 
@@ -20,6 +23,54 @@ export function LongText({ text }: { text: string }) {
   );
 }
 
+/**
+ * Levels shown as a tree. Deeper values (text an end user wrote can nest thousands of levels) wait
+ * behind a button and are then shown as text: a tree that deep would overflow the renderer's stack
+ * and be unreadable anyway.
+ */
+const TREE_DEPTH = 20;
+
+function DeepValue({ value }: { value: object }) {
+  const [shown, setShown] = useState(false);
+  if (shown) {
+    return (
+      <div class="json-deep-text">
+        <LongText text={jsonText(value)} />
+      </div>
+    );
+  }
+  return (
+    <button type="button" class="link-button" onClick={() => setShown(true)}>
+      Show the {nestingDepth(value).toLocaleString("en-US")} levels below as text
+    </button>
+  );
+}
+
+function JsonNode({ value, label, depth }: { value: object; label: ComponentChild; depth: number }) {
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  // A chain of single entries ({"a": {"b": …}}) opens by itself down to the data.
+  const [open, setOpen] = useState(depth < 2 || entries.length === 1);
+  const summary = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+  return (
+    <details class="json-node" open={open} onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>
+        {label}
+        <span class="muted">{summary}</span>
+      </summary>
+      {/* Children exist only while open: a large closed value costs nothing. */}
+      {open ? (
+        <div class="json-children">
+          {depth + 1 >= TREE_DEPTH && entries.length > 0 ? (
+            <DeepValue value={value} />
+          ) : (
+            entries.map(([k, v]) => <JsonValue key={k} name={k} value={v} depth={depth + 1} />)
+          )}
+        </div>
+      ) : null}
+    </details>
+  );
+}
+
 function JsonValue({ value, name, depth }: { value: unknown; name?: string; depth: number }) {
   const label = name !== undefined ? <span class="json-key">{name}: </span> : null;
   if (value === null || typeof value !== "object") {
@@ -31,21 +82,7 @@ function JsonValue({ value, name, depth }: { value: unknown; name?: string; dept
       </div>
     );
   }
-  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
-  const summary = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
-  return (
-    <details class="json-node" open={depth < 2}>
-      <summary>
-        {label}
-        <span class="muted">{summary}</span>
-      </summary>
-      <div class="json-children">
-        {entries.map(([k, v]) => (
-          <JsonValue key={k} name={k} value={v} depth={depth + 1} />
-        ))}
-      </div>
-    </details>
-  );
+  return <JsonNode value={value} label={label} depth={depth} />;
 }
 
 export function JsonView({ value }: { value: unknown }) {
