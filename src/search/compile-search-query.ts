@@ -32,7 +32,7 @@ import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, gu
 import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
-import { type TextDriver, textCandidates, textDriverOf } from "./text-driver";
+import { TEXT_CANDIDATES_READ_ALL, type TextDriver, textCandidates, textDriverOf } from "./text-driver";
 
 export interface SearchScope {
   organizationId: string;
@@ -143,16 +143,29 @@ function recordsPlan(ctx: Context): SQL {
 // ---- text-index-driven plan ------------------------------------------------------------------
 
 /**
- * The page from the text index's candidates (text-driver.ts): at most the bound of them, each
- * checked against the whole filter (the driving leaf included) and sorted, in any order but a
- * metric's (which has its own plan), like the records plan.
+ * The page from the text index's candidates (text-driver.ts, materialized once as "tcand"), each
+ * checked against the whole filter (the driving leaf included), in two arms of which exactly one
+ * runs (a constant test on the candidate count):
+ * - few candidates (at most TEXT_CANDIDATES_READ_ALL): each is read by row key and the matches
+ *   sorted, in any order but a metric's;
+ * - more, in the native or id order: the run's order index is walked as the records plan walks
+ *   it, and only entries among the candidates are read, so a common needle fills its page after
+ *   a few hundred entries instead of reading all of its candidates. (Other orders read them all.)
  */
-function textPlan(ctx: Context, candidates: SQL): SQL {
+function textPlan(ctx: Context): SQL {
   const { query, pack, direction } = ctx;
   const dir = sql.raw(direction);
   const sort = query.sort ? sortExpression(query.sort.column, pack) : { expression: sql`${r.createdAt}`, nullable: false };
   const order = sort.nullable ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}` : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
-  return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM (${candidates}) AS "tc" CROSS JOIN ${from(r)} ON ${r.rid} = "tc"."rid" WHERE ${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+  const byId = query.sort !== null && isColumn(query.sort.column, "id");
+  const walkable = byId || query.sort === null || isColumn(query.sort.column, "created_at");
+  const few = pack.value(TEXT_CANDIDATES_READ_ALL);
+  const count = sql.raw(`(SELECT count(*) FROM "tcand")`);
+  const readAll = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM "tcand" CROSS JOIN ${from(r)} ON ${r.rid} = "tcand"."rid" WHERE ${walkable ? sql`${count} <= ${few} AND ` : sql``}${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+  if (!walkable) return readAll;
+  // The unary + keeps SQLite from driving by the candidates' row keys: the order index drives.
+  const walk = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${count} > ${few} AND ${baseConditions(ctx)} AND +${r.rid} IN (SELECT "rid" FROM "tcand") AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${byId ? sql`${r.id} ${dir}` : order} ${pageLimit(ctx)}`;
+  return sql`SELECT * FROM (${readAll}) UNION ALL SELECT * FROM (${walk})`;
 }
 
 // ---- side-table-driven plan (native order) ----------------------------------------------------
@@ -339,7 +352,8 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope, optio
   let candidates: SQL | undefined;
   if (textDriver) {
     candidates = textCandidates(textDriver, ctx.familyKey, pack, options.textIndexBound!);
-    inner = textPlan(ctx, candidates);
+    prefix = sql`WITH "tcand"("rid") AS MATERIALIZED (${candidates}) `;
+    inner = textPlan(ctx);
   } else if (path.kind === "metric") {
     const plan = metricPlan(ctx, path.name);
     prefix = plan.with;
