@@ -83,7 +83,14 @@ const SHAPES: Record<string, Shape> = {
   "input contains, through the text index": {
     family: "span",
     body: { filters: [leaf("text", "input", "contains", "topic 4321"), leaf("number", "status_code", "eq", 200)] },
-    plan: [/SCAN tx VIRTUAL TABLE INDEX 0:M/, /SEARCH tu USING (COVERING )?INDEX records_family_(id_)?order \(family_key=\?\)/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
+    // The candidates materialized once; few of them: each read by row key; many: the run's order index walked.
+    plan: [
+      /MATERIALIZE tcand/,
+      /SCAN tx VIRTUAL TABLE INDEX 0:M/,
+      /SEARCH tu USING (COVERING )?INDEX records_family_(id_)?order \(family_key=\?\)/,
+      /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/,
+      /SEARCH r USING INDEX records_family_order \(family_key=\?\)/,
+    ],
     textIndex: "drives",
   },
   "name contains, case-insensitive, sorted by name, through the text index": {
@@ -135,7 +142,8 @@ function expectServed(name: string, shape: Shape, plan: { id: number; detail: st
   for (const p of plan) {
     if (p.detail === "CO-ROUTINE arms" || readingRun.has(p.parent)) readingRun.add(p.id);
   }
-  expect(readingRun.size, `${name}: no "arms" co-routine in\n${lines.join("\n")}`).toBeGreaterThan(0);
+  // (A text-index page is a compound of its two arms, which SQLite flattens: no "arms" co-routine.)
+  if (shape.textIndex !== "drives") expect(readingRun.size, `${name}: no "arms" co-routine in\n${lines.join("\n")}`).toBeGreaterThan(0);
   // The text index's candidates (at most its bound) are sorted; nothing else is.
   const innerSorts = plan.filter((p) => /USE TEMP B-TREE/.test(p.detail) && readingRun.has(p.id));
   if (shape.textIndex !== "drives") expect(innerSorts, `${name}: sorts inside\n${lines.join("\n")}`).toEqual([]);
