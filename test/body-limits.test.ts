@@ -92,7 +92,7 @@ describe("the cap of each route", () => {
   });
 
   it("a route the table does not list gets the small default", () => {
-    expect(bodyLimitFor("POST", "/v2/not/listed")).toEqual({ route: "POST /v2/not/listed", bytes: DEFAULT_BODY_LIMIT, listed: false });
+    expect(bodyLimitFor("POST", "/v2/not/listed")).toEqual({ route: "POST /v2/not/listed", bytes: DEFAULT_BODY_LIMIT, values: 1_000, listed: false });
     expect(DEFAULT_BODY_LIMIT).toBeLessThanOrEqual(small);
   });
 
@@ -117,7 +117,7 @@ describe("the cap of each route", () => {
     const documented = new Map<string, string>();
     for (const row of section.split("\n").filter((line) => line.startsWith("| `"))) {
       const cells = row.split("|").map((cell) => cell.trim());
-      const [routes, cap] = [cells[1]!, cells[2]!];
+      const [routes, cap] = [cells[1]!, `${cells[2]!} / ${cells[3]!.split(" ")[0]}`];
       for (const [, route] of routes.matchAll(/`([A-Z]+ [^`]+)`/g)) {
         // `{traces,spans,sessions}` stands for one route per name.
         const alternatives = /\{([a-z_]+(?:,[a-z_]+)+)\}/.exec(route!);
@@ -125,13 +125,13 @@ describe("the cap of each route", () => {
         for (const one of expanded) documented.set(one, cap);
       }
     }
-    expect(documented).toEqual(new Map(listedBodyLimits().map(([route, bytes]) => [route, formatBytes(bytes)])));
-    expect(section).toContain(`| any other route with a body | ${formatBytes(DEFAULT_BODY_LIMIT)} |`);
+    expect(documented).toEqual(new Map(listedBodyLimits().map(([route, cap]) => [route, `${formatBytes(cap.bytes)} / ${cap.values.toLocaleString("en-US")}`])));
+    expect(section).toContain(`| any other route with a body | ${formatBytes(DEFAULT_BODY_LIMIT)} | ${bodyLimitFor("POST", "/v2/not/listed").values.toLocaleString("en-US")} |`);
   });
 
   it("the OpenTelemetry intake, which reads its own bodies, reads them within the table's cap", () => {
     for (const path of OTLP_PATHS) {
-      for (const prefix of ["", "/v2"]) expect(bodyLimitFor("POST", `${prefix}${path}`)).toMatchObject({ bytes: OTLP_LIMITS.maxBodyBytes, listed: true });
+      for (const prefix of ["", "/v2"]) expect(bodyLimitFor("POST", `${prefix}${path}`)).toMatchObject({ bytes: OTLP_LIMITS.maxBodyBytes, values: OTLP_LIMITS.maxJsonValues, listed: true });
     }
   });
 

@@ -276,7 +276,7 @@ describe("caps: nothing is rejected for what it carries", () => {
 });
 
 describe("decoding", () => {
-  it("reads OTLP/JSON ids in hex and in base64, enums as numbers, int64 as strings", () => {
+  it("reads OTLP/JSON ids in hex, enums as numbers, int64 as strings; ids in base64 are a 400, as the Collector answers", () => {
     const body = JSON.stringify({
       resourceSpans: [
         {
@@ -284,7 +284,7 @@ describe("decoding", () => {
             {
               spans: [
                 { traceId: "5b8efff798038103d269b633813fc60c", spanId: "eee19b7ec3c1b174", name: "hex", kind: 2, startTimeUnixNano: "1544712660000000000", endTimeUnixNano: "1544712661000000000", status: { code: 2 } },
-                { traceId: "W47/95gDgQPSabYzgT/GDA==", spanId: "7uGbfsPBsXQ=", name: "base64", unknownField: true },
+                { traceId: "5b8efff798038103d269b633813fc60c", spanId: "eee19b7ec3c1b175", name: "second", unknownField: true },
               ],
             },
           ],
@@ -295,6 +295,8 @@ describe("decoding", () => {
     expect(spans.map((s) => [...s.traceId])).toEqual([[...spans[1]!.traceId], [...spans[1]!.traceId]]);
     expect(spans[0]!.startTimeUnixNano).toBe(1544712660000000000n);
     expect(spans[0]!.status?.code).toBe(2);
+    const base64 = body.replace('"eee19b7ec3c1b175"', '"7uGbfsPBsXQ="');
+    expect(() => decodeExportRequest(new TextEncoder().encode(base64), "json")).toThrow(expect.objectContaining({ status: 400, message: expect.stringContaining("spans[1].spanId must be 16 hex digits") }));
   });
 
   it("refuses what is not an export request with a 400", () => {
@@ -302,5 +304,48 @@ describe("decoding", () => {
       expect(() => decodeExportRequest(Uint8Array.from(body, (c) => c.charCodeAt(0)), encoding)).toThrow(expect.objectContaining({ status: 400 }));
     }
     expect(decodeExportRequest(protobufBody(exportRequest([])), "protobuf").resourceSpans).toHaveLength(1);
+  });
+});
+
+/** The one span a request of one span maps to. */
+async function mapOne(attributes: Record<string, string | number | string[]>): Promise<IngestSpan> {
+  const trace = randomHex(16);
+  const plan = await planExport(exportRequest([otlpSpan({ trace, span: randomHex(8), parent: randomHex(8), attributes })]), RUN);
+  return spansOf(plan.traces[0]!)[0]!;
+}
+
+describe("what real clients send (issue 19, point 4b)", () => {
+  it("OpenLLMetry's tool spans: traceloop.entity.input and output are the input and output", async () => {
+    const span = await mapOne({ "traceloop.span.kind": "tool", "traceloop.entity.name": "get_weather", "traceloop.entity.input": '{"city":"Paris"}', "traceloop.entity.output": '{"temp":21}' });
+    expect(span).toMatchObject({ type: "tool", input: '{"city":"Paris"}', output: '{"temp":21}' });
+    expect(span.user_metadata).not.toHaveProperty("traceloop.entity.input");
+  });
+
+  it("OpenInference's llm.finish_reason is the finish reason; input and output mime types stay in user_metadata", async () => {
+    const span = await mapOne({ "openinference.span.kind": "LLM", "llm.finish_reason": "stop", "input.value": '{"q":1}', "input.mime_type": "application/json", "output.mime_type": "text/plain", "output.value": "a" });
+    expect(span.finish_reason).toBe("stop");
+    expect(span.user_metadata).toMatchObject({ "input.mime_type": "application/json", "output.mime_type": "text/plain" });
+  });
+
+  it("an output message of text, tool call and tool result: the answer's text is the text, the result is kept beside it", async () => {
+    const output = [
+      {
+        role: "assistant",
+        parts: [
+          { type: "text", content: "Looking it up." },
+          { type: "tool_call", id: "call_1", name: "weather", arguments: { city: "Paris" } },
+          { type: "tool_call_response", id: "call_1", response: "21 degrees" },
+        ],
+        finish_reason: "tool_call",
+      },
+    ];
+    const span = await mapOne({ "gen_ai.operation.name": "chat", "gen_ai.output.messages": JSON.stringify(output) });
+    expect(span.output).toEqual({ role: "assistant", content: "Looking it up.", tool_calls: [{ id: "call_1", type: "function", function: { name: "weather", arguments: '{"city":"Paris"}' } }] });
+    expect(JSON.parse(String(span.user_metadata!["gen_ai.output.tool_results"]))).toEqual([{ role: "tool", content: "21 degrees", tool_call_id: "call_1" }]);
+  });
+
+  it("time to first chunk: gen_ai.client.operation.time_to_first_chunk (seconds) and the AI SDK's ai.response.msToFirstChunk", async () => {
+    expect((await mapOne({ "gen_ai.operation.name": "chat", "gen_ai.client.operation.time_to_first_chunk": 0.25 })).metrics).toMatchObject({ time_to_first_token_ns: 250_000_000 });
+    expect((await mapOne({ "gen_ai.operation.name": "chat", "ai.response.msToFirstChunk": 120 })).metrics).toMatchObject({ time_to_first_token_ns: 120_000_000 });
   });
 });

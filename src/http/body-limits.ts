@@ -15,27 +15,47 @@
 const KiB = 1024;
 const MiB = 1024 * KiB;
 
+/**
+ * A cap is bytes and JSON values (json-shape.ts): bytes bound the reading, values bound what
+ * parsing and validating build (a value costs a parser tens of bytes whatever its size, so 10 MiB
+ * of `{}` is 3.5 million objects, about 500 MB). The value count is checked on the raw bytes,
+ * before the body is parsed, and before any per-record cap (docs/limits.md "Request bodies").
+ */
+interface Cap {
+  bytes: number;
+  values: number;
+}
+
 /** For a route with a body that the table does not list: as small as a login. */
 export const DEFAULT_BODY_LIMIT = 16 * KiB;
+const DEFAULT_CAP: Cap = { bytes: DEFAULT_BODY_LIMIT, values: 1_000 };
 
 /** Login forms and API-key exchanges: read before the caller is known. */
-const LOGIN = 16 * KiB;
+const LOGIN: Cap = { bytes: 16 * KiB, values: 1_000 };
 /** Names and run selectors (projects, runs, columns, deletion by one key/value). */
-const SMALL = 64 * KiB;
+const SMALL: Cap = { bytes: 64 * KiB, values: 10_000 };
 /**
  * A search body: up to 1 MB of filter values (SEARCH_LIMITS.maxFilterValuesBytes) plus up to
  * 500 selected column ids; 2 MiB leaves every documented search limit reachable.
  */
-const SEARCH = 2 * MiB;
+const SEARCH: Cap = { bytes: 2 * MiB, values: 50_000 };
 /**
  * Ingestion (batch and streaming): a record may hold up to 1.9 MB (RECORD_LIMITS.maxRecordBytes),
  * so a batch of a few large records must fit. A 9.3 MiB batch of 10,000 records (the most one
  * request may carry) holds about 55-70 MB live while it is decoded, parsed, validated and turned
- * into rows (measured in V8, docs/limits.md): half of an isolate's 128 MB.
+ * into rows (measured in V8, docs/limits.md): half of an isolate's 128 MB. 300,000 values hold
+ * 10,000 records as the galileo SDK writes them (about 20 values each) with room for metadata and
+ * messages; 300,000 empty objects are about 20 MB once parsed.
  */
-const INGEST = 10 * MiB;
+const INGEST: Cap = { bytes: 10 * MiB, values: 300_000 };
+/**
+ * OTLP/JSON spells each attribute as `{"key": ..., "value": {"stringValue": ...}}` (three values),
+ * so a 10,000-span export needs more values than an ingest batch; the protobuf encoding is counted
+ * by its own pre-scan (src/otlp/wire-counts.ts) against the same caps of OTLP_LIMITS.
+ */
+const OTLP: Cap = { bytes: 10 * MiB, values: 500_000 };
 
-const ROUTE_BODY_LIMITS: ReadonlyMap<string, number> = new Map([
+const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /login", LOGIN],
   ["POST /v2/login", LOGIN],
   ["POST /login/api_key", LOGIN],
@@ -64,10 +84,10 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, number> = new Map([
   ["POST /v2/org-jobs/delete-by-metadata", SMALL],
   // OTLP reads its own bodies (src/otlp/read-body.ts: gzip inflated, counted after inflation)
   // with this cap (test/body-limits.test.ts keeps OTLP_LIMITS.maxBodyBytes equal to it).
-  ["POST /otel/v1/traces", INGEST],
-  ["POST /otel/traces", INGEST],
-  ["POST /v2/otel/v1/traces", INGEST],
-  ["POST /v2/otel/traces", INGEST],
+  ["POST /otel/v1/traces", OTLP],
+  ["POST /otel/traces", OTLP],
+  ["POST /v2/otel/v1/traces", OTLP],
+  ["POST /v2/otel/traces", OTLP],
 ]);
 
 /** `POST /v2/projects/{project_id}/traces`: the key of a route in the table. */
@@ -84,6 +104,8 @@ export interface BodyLimit {
   /** The route as documented, for the 413's message. */
   route: string;
   bytes: number;
+  /** JSON values a body may hold (json-shape.ts). */
+  values: number;
   /** Whether the table names the route (else DEFAULT_BODY_LIMIT applies). */
   listed: boolean;
 }
@@ -91,12 +113,12 @@ export interface BodyLimit {
 /** The cap of the route a request matched (`routePattern` as Hono reports it in `c.req.routePath`). */
 export function bodyLimitFor(method: string, routePattern: string): BodyLimit {
   const route = routeKey(method, openApiPathOf(routePattern));
-  const bytes = ROUTE_BODY_LIMITS.get(route);
-  return bytes === undefined ? { route, bytes: DEFAULT_BODY_LIMIT, listed: false } : { route, bytes, listed: true };
+  const cap = ROUTE_BODY_LIMITS.get(route);
+  return cap === undefined ? { route, ...DEFAULT_CAP, listed: false } : { route, ...cap, listed: true };
 }
 
-/** Every listed route and its cap, for the documentation test. */
-export function listedBodyLimits(): [string, number][] {
+/** Every listed route and its caps, for the documentation test. */
+export function listedBodyLimits(): [string, Cap][] {
   return [...ROUTE_BODY_LIMITS];
 }
 

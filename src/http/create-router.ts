@@ -106,7 +106,8 @@ interface RouteConfig {
 function withBoundedBody<R extends RouteConfig>(route: R): R {
   if (!route.request?.body) return route;
   const own = route.middleware === undefined ? [] : Array.isArray(route.middleware) ? route.middleware : [route.middleware];
-  return { ...route, middleware: [...own, boundedBody], responses: { ...route.responses, ...tooLargeResponse } };
+  const schema = route.request.body.content?.["application/json"]?.schema;
+  return { ...route, middleware: [...own, boundedBody(schema)], responses: { ...route.responses, ...tooLargeResponse } };
 }
 
 /**

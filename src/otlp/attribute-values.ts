@@ -5,6 +5,7 @@
  * (rendered as null): a value is data to show, and rendering it must stay bounded.
  */
 import type { AnyValue, KeyValue } from "./generated/opentelemetry/proto/common/v1/common_pb";
+import { nestsDeeperThan } from "../http/json-shape";
 import { OTLP_LIMITS } from "./otlp-limits";
 
 export type Plain = string | number | boolean | null | Plain[] | { [key: string]: Plain };
@@ -72,11 +73,18 @@ export function stringOf(value: Plain | undefined): string | undefined {
   return undefined;
 }
 
+/**
+ * Deepest JSON text read as a structure (message lists, tool schemas): deeper text stays text, so
+ * that nothing built from it recurses without bound (docs/otlp.md "Mapping").
+ */
+export const MAX_TEXT_JSON_DEPTH = 64;
+
 /** A value that may be structured or JSON text of a structure (semantic conventions allow both). */
 export function structured(value: Plain | undefined): Plain | undefined {
   if (typeof value !== "string") return value ?? undefined;
   const text = value.trim();
   if (!(text.startsWith("{") || text.startsWith("["))) return value;
+  if (nestsDeeperThan(text, MAX_TEXT_JSON_DEPTH)) return value;
   try {
     return JSON.parse(text) as Plain;
   } catch {

@@ -52,8 +52,8 @@ function message(role: string, content: string, toolCalls: ToolCall[], toolCallI
  * One message of `gen_ai.input|output.messages`: `{role, parts: [{type, ...}]}` (current), or an
  * OpenAI-style `{role, content, tool_calls}` (what some instrumentations put there).
  */
-function semconvMessage(value: Plain): ChatMessage | undefined {
-  if (!isRecord(value)) return undefined;
+function semconvMessage(value: Plain): ChatMessage[] {
+  if (!isRecord(value)) return [];
   const role = stringOf(value.role) ?? "user";
   if (!Array.isArray(value.parts)) {
     const content = Array.isArray(value.content)
@@ -65,28 +65,32 @@ function semconvMessage(value: Plain): ChatMessage | undefined {
           return toolCall(call.id, fn.name, fn.arguments);
         })
       : [];
-    return message(role, content, calls, stringOf(value.tool_call_id));
+    return [message(role, content, calls, stringOf(value.tool_call_id))];
   }
   const texts: string[] = [];
   const calls: ToolCall[] = [];
-  let toolCallId: string | undefined;
+  const results: { id: string | undefined; content: string }[] = [];
   for (const part of value.parts) {
     if (!isRecord(part)) continue;
     const type = stringOf(part.type);
     if (type === "tool_call") calls.push(toolCall(part.id, part.name, part.arguments));
-    else if (type === "tool_call_response") {
-      toolCallId ??= stringOf(part.id);
-      texts.push(text(part.response ?? part.result));
-    } else if (type === "text" || type === undefined) texts.push(text(part.content ?? part.text));
+    else if (type === "tool_call_response") results.push({ id: stringOf(part.id), content: text(part.response ?? part.result) });
+    else if (type === "text" || type === undefined) texts.push(text(part.content ?? part.text));
     // Reasoning, media (blob, uri, file) and other parts are not text of the conversation.
   }
-  return message(role, texts.join("\n"), calls, toolCallId);
+  // A message of tool results only (role `tool`) is the result; results beside text or tool calls
+  // (the AI SDK answers that way) follow the message as `tool` messages of their own, so that
+  // they never run into the answer's text.
+  if (texts.length === 0 && calls.length === 0 && results.length > 0) {
+    return [message(role, results.map((r) => r.content).join("\n"), [], results[0]!.id)];
+  }
+  return [message(role, texts.join("\n"), calls, undefined), ...results.map((r) => message("tool", r.content, [], r.id))];
 }
 
 function semconvMessages(value: Plain | undefined): ChatMessage[] | undefined {
   const parsed = structured(value);
   if (!Array.isArray(parsed)) return undefined;
-  const messages = parsed.map(semconvMessage).filter((m): m is ChatMessage => m !== undefined);
+  const messages = parsed.flatMap(semconvMessage);
   return messages.length > 0 ? messages : undefined;
 }
 

@@ -71,8 +71,11 @@ function metricsOf(attrs: SpanAttributes, span: Span): Record<string, number> {
   if (output !== undefined) metrics.num_output_tokens = output;
   if (total !== undefined) metrics.num_total_tokens = total;
   else if (input !== undefined && output !== undefined) metrics.num_total_tokens = input + output;
-  const firstChunkSeconds = numberOf(attrs.first("gen_ai.response.time_to_first_chunk", "gen_ai.server.time_to_first_token"));
+  const firstChunkSeconds = numberOf(attrs.first("gen_ai.response.time_to_first_chunk", "gen_ai.client.operation.time_to_first_chunk", "gen_ai.server.time_to_first_token"));
+  // The AI SDK (`ai`) reports it in milliseconds, on its doStream and stream spans.
+  const firstChunkMs = numberOf(attrs.first("ai.response.msToFirstChunk", "ai.stream.msToFirstChunk"));
   if (firstChunkSeconds !== undefined) metrics.time_to_first_token_ns = Math.round(firstChunkSeconds * 1e9);
+  else if (firstChunkMs !== undefined) metrics.time_to_first_token_ns = Math.round(firstChunkMs * 1e6);
   const cost = numberOf(attrs.first("llm.cost.total"));
   if (cost !== undefined) metrics.cost = cost;
   return metrics;
@@ -102,6 +105,8 @@ interface Content {
   input?: IngestSpan["input"];
   output?: IngestSpan["output"];
   kindFields: Partial<IngestSpan>;
+  /** What the content holds that its fields cannot (tool results inside an answer), for user_metadata. */
+  metadataEntries?: [string, string][];
 }
 
 function llmContent(attrs: SpanAttributes): Content {
@@ -111,8 +116,12 @@ function llmContent(attrs: SpanAttributes): Content {
   const input = inputMessages(attrs) ?? (inputValue !== undefined ? [userMessage(inputValue)] : embedded.length > 0 ? [userMessage(embedded.join("\n"))] : undefined);
   const answered = outputMessages(attrs);
   const output = answered?.messages[0] ?? (outputValue !== undefined ? assistantMessage(outputValue) : undefined);
+  // Tool results that came inside the answer's message follow it as `tool` messages: the answer's
+  // text stays the answer, and the results are kept beside it.
+  const toolResults = answered?.messages.slice(1).filter((m) => m.role === "tool") ?? [];
   const finishReasons = structured(attrs.take("gen_ai.response.finish_reasons"));
-  const finishReason = (Array.isArray(finishReasons) ? stringOf(finishReasons[0]) : stringOf(finishReasons)) ?? answered?.finishReason;
+  const finishReason =
+    (Array.isArray(finishReasons) ? stringOf(finishReasons[0]) : stringOf(finishReasons)) ?? answered?.finishReason ?? stringOf(attrs.first("llm.finish_reason"));
   const invocation = structured(attrs.map.get("llm.invocation_parameters"));
   const temperature =
     numberOf(attrs.first("gen_ai.request.temperature", "llm.request.temperature")) ??
@@ -130,6 +139,7 @@ function llmContent(attrs: SpanAttributes): Content {
         return tools ? { tools } : {};
       })(),
     },
+    ...(toolResults.length > 0 ? { metadataEntries: [["gen_ai.output.tool_results", JSON.stringify(toolResults)]] } : {}),
   };
 }
 
@@ -143,8 +153,9 @@ function retrieverContent(attrs: SpanAttributes): Content {
 function toolContent(attrs: SpanAttributes): Content {
   const toolCallId = stringOf(attrs.first("gen_ai.tool.call.id"));
   return {
-    input: contentText(attrs.first("gen_ai.tool.call.arguments", "input.value")),
-    output: contentText(attrs.first("gen_ai.tool.call.result", "output.value")),
+    // OpenLLMetry puts a tool's arguments and result in traceloop.entity.input / output.
+    input: contentText(attrs.first("gen_ai.tool.call.arguments", "input.value", "traceloop.entity.input")),
+    output: contentText(attrs.first("gen_ai.tool.call.result", "output.value", "traceloop.entity.output")),
     kindFields: toolCallId ? { tool_call_id: toolCallId } : {},
   };
 }
@@ -154,7 +165,7 @@ function stepContent(attrs: SpanAttributes): Content {
   const input = contentText(attrs.first("input.value", "traceloop.entity.input")) ?? inputMessages(attrs);
   const explicitOutput = contentText(attrs.first("output.value", "traceloop.entity.output"));
   const answered = explicitOutput === undefined ? outputMessages(attrs) : undefined;
-  const last = answered?.messages[answered.messages.length - 1];
+  const last = answered?.messages.filter((m) => m.role !== "tool").at(-1);
   return { input, output: explicitOutput ?? last?.content, kindFields: {} };
 }
 
@@ -180,16 +191,15 @@ export function mapSpan(span: Span, ids: SpanIds, attributes: Map<string, Plain>
   const attrs = new SpanAttributes(attributes);
   const kind = spanKindOf(attributes);
   for (const key of KIND_ATTRIBUTES) attrs.take(key);
-  // Only mime types of the values taken below: they say how to read them, nothing more.
-  attrs.take("input.mime_type");
-  attrs.take("output.mime_type");
+  // `input.mime_type` / `output.mime_type` (OpenInference) go to user_metadata with the rest: they
+  // say whether the text stored as input and output is JSON.
 
   const sessionName = stringOf(attrs.first("session.id", "gen_ai.conversation.id", "traceloop.association.properties.session_id"));
   const tagged = fitTags(tagsOf(attrs.take("tag.tags")));
   const content = CONTENT[kind](attrs);
   const metrics = metricsOf(attrs, span);
 
-  const metadataEntries: [string, string][] = [...userMetadataEntries(attrs)];
+  const metadataEntries: [string, string][] = [...userMetadataEntries(attrs), ...(content.metadataEntries ?? [])];
   const userId = attrs.take("user.id");
   if (userId !== undefined && userId !== null) metadataEntries.push(["user.id", valueText(userId)]);
   for (const [key, value] of attrs.remaining()) if (value !== null) metadataEntries.push([key, valueText(value)]);

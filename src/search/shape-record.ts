@@ -6,6 +6,8 @@
  * Projection (contract, section 4): a record always has `id` and `type`; with `column_ids` it
  * has exactly the selected columns that apply to its kind, otherwise every field of its kind.
  */
+import { MAX_JSON_DEPTH } from "../http/bounded-body";
+import { nestsDeeperThan } from "../http/json-shape";
 import { microsToIso } from "../db/client";
 import { appliesToKind, type SelectedColumn } from "./search-columns";
 import { SEARCH_LIMITS } from "./search-limits";
@@ -110,8 +112,14 @@ export function storageNeeded(query: SearchQuery): string[] {
   return [...needed];
 }
 
+/**
+ * Stored JSON text as a value, or the text itself when it is not JSON or nests deeper than any body
+ * the API accepts (MAX_JSON_DEPTH): answering such a value would overflow JSON.stringify's stack,
+ * and a search must answer whatever was stored (OTLP keeps deep JSON-looking text as text).
+ */
 function parseJson(text: unknown): Json {
   if (typeof text !== "string") return null;
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) return text;
   try {
     return JSON.parse(text);
   } catch {
