@@ -1,11 +1,16 @@
+import { registerAnnotationRatings } from "./annotations/rating-routes";
+import { registerAnnotationTemplates } from "./annotations/template-routes";
 import { authenticate } from "./auth/authenticate";
 import { registerCurrentUser } from "./auth/current-user-route";
 import { registerLogin } from "./auth/login-routes";
+import { registerMetrics } from "./analytics/metrics-routes";
 import { registerLogout } from "./auth/logout-route";
 import { registerAvailableColumns } from "./columns/available-columns-route";
 import { registerGeneratedClientCompat } from "./compat/generated-client-records";
 import { registerRecordLookups } from "./compat/record-lookup-routes";
+import { registerDeleteByFilter } from "./delete-by-filter/delete-by-filter-routes";
 import { registerDeletion } from "./deletion/deletion-routes";
+import { registerExport } from "./export/export-route";
 import { apiReferencePage } from "./docs/api-reference-page";
 import { createRouter } from "./http/create-router";
 import { refuseCrossSiteRequests } from "./http/cross-site-requests";
@@ -18,6 +23,7 @@ import { registerIngest } from "./ingest/ingest-routes";
 import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
+import { registerPrices } from "./pricing/price-routes";
 import { registerProjectUsage } from "./projects/project-usage";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
@@ -50,8 +56,14 @@ function protectedRoutes() {
   registerGeneratedClientCompat(router);
   registerSearch(router);
   registerCounts(router);
+  registerMetrics(router);
   registerRecordLookups(router);
   registerDeletion(router);
+  registerDeleteByFilter(router);
+  registerExport(router);
+  registerPrices(router);
+  registerAnnotationTemplates(router);
+  registerAnnotationRatings(router);
   return router;
 }
 

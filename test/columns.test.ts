@@ -254,9 +254,10 @@ describe("metric columns and is_empty", () => {
 
   it("metrics are listed per family: a trace metric is not a span column", async () => {
     const traceColumns = await columnsOf("traces", { log_stream_id: logStreamId });
-    expect(traceColumns.filter((c) => c.category === "metric").map((c) => c.id)).toEqual(["metrics/custom_score", "metrics/toxicity"]);
+    // The llm span's input tokens roll up into its trace and the trace's session (docs/analytics.md).
+    expect(traceColumns.filter((c) => c.category === "metric").map((c) => c.id)).toEqual(["metrics/custom_score", "metrics/num_input_tokens", "metrics/toxicity"]);
     const sessionColumns = await columnsOf("sessions", { log_stream_id: logStreamId });
-    expect(sessionColumns.filter((c) => c.category === "metric")).toEqual([]);
+    expect(sessionColumns.filter((c) => c.category === "metric").map((c) => c.id)).toEqual(["metrics/num_input_tokens"]);
   });
 
   it("is_empty is false exactly for the span columns that hold a value", async () => {
@@ -276,7 +277,7 @@ describe("metric columns and is_empty", () => {
       ["input", "output", "name", "created_at", "id", "tags", "session_id", "project_id", "run_id", "has_children", "is_complete"].sort(),
     );
     const sessions = await columnsOf("sessions", { log_stream_id: logStreamId });
-    expect(sessions.filter((c) => !c.is_empty).map((c) => c.id).sort()).toEqual(["name", "created_at", "external_id", "id"].sort());
+    expect(sessions.filter((c) => !c.is_empty).map((c) => c.id).sort()).toEqual(["name", "created_at", "external_id", "id", "metrics/num_input_tokens"].sort());
   });
 
   it("is_empty is computed per run: another run of the project stays empty", async () => {

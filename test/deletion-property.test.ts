@@ -307,7 +307,7 @@ describe("deletion by metadata, property", () => {
         }
         expect(await snapshot()).toEqual(after);
 
-        // The text index follows every write and removal (migration 0012).
+        // The text index follows every write and removal (migration 0016).
         expect(await textIndexDifferencesEverywhere()).toEqual([]);
         // A late duplicate of a finished job changes nothing.
         const late = await deliver(DELETION_QUEUE, [{ id: uuid(), attempts: 1, body: { jobId } }], capturingBindings().bindings);

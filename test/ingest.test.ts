@@ -254,7 +254,8 @@ describe("a nested trace", () => {
     const trace = records.get(ids.trace)!;
     expect(JSON.parse(trace.user_metadata)).toEqual({ customer: "acme", attempt: "2", beta: "true" });
     expect(JSON.parse(trace.tags)).toEqual(["prod", "v2", "prod"]);
-    expect(JSON.parse(trace.metrics)).toEqual({ toxicity: 0.05 });
+    // With the llm span's tokens and computed cost rolled up (docs/analytics.md).
+    expect(JSON.parse(trace.metrics)).toEqual({ toxicity: 0.05, cost: (12 * 0.15 + 5 * 0.6) / 1e6, num_input_tokens: 12, num_output_tokens: 5 });
     expect(await rows(
         "SELECT m.key, m.value, f.run_id, f.record_type, f.organization_id FROM record_metadata AS m JOIN run_families AS f ON f.key = m.family_key WHERE m.record_id = ? ORDER BY m.key",
         ids.trace,
@@ -268,7 +269,9 @@ describe("a nested trace", () => {
       { tag: "prod", record_type: "trace" },
       { tag: "v2", record_type: "trace" },
     ]);
+    // The llm span's cost is computed from gpt-4o-mini's built-in price (docs/analytics.md).
     expect(await rows(`SELECT name, value, record_type FROM ${METRIC_ROWS} WHERE record_id = ? ORDER BY name`, ids.llm)).toEqual([
+      { name: "cost", value: (12 * 0.15 + 5 * 0.6) / 1e6, record_type: "span" },
       { name: "num_input_tokens", value: 12, record_type: "span" },
       { name: "num_output_tokens", value: 5, record_type: "span" },
       { name: "toxicity", value: 0.01, record_type: "span" },
@@ -348,7 +351,7 @@ describe("has_children across runs", () => {
 describe("the record limit of a request", () => {
   const spans = (n: number) => Array.from({ length: n }, () => ({ type: "tool" }));
 
-  // 10,000 records in one batch also write their trigrams into the text index (migration 0012,
+  // 10,000 records in one batch also write their trigrams into the text index (migration 0016,
   // docs/benchmarks.md "Text index"): more than vitest's 5 s default on a loaded machine.
   it("counts nested spans: 10,000 records pass, 10,001 are a 422 at the trace that crosses the limit", { timeout: 60_000 }, async () => {
     const accepted = await ingest({ log_stream_id: logStreamId, traces: [{ spans: spans(4_999) }, { spans: [{ type: "agent", spans: spans(4_998) }] }] });

@@ -42,7 +42,8 @@ describe("0005: record ids per project, side rows by rid", () => {
     await applyD1Migrations(db, env.TEST_MIGRATIONS);
 
     const after = (await db.prepare("SELECT * FROM records ORDER BY id").all<Record<string, unknown>>()).results;
-    expect(after.map(({ rid: _rid, family_key: _familyKey, ...rest }) => rest)).toEqual(before);
+    // Later migrations add columns (0009 family_key, 0012 derived_metrics: nothing derived yet).
+    expect(after.map(({ rid: _rid, family_key: _familyKey, derived_metrics: derived, ...rest }) => (expect(derived).toBe(0), rest))).toEqual(before);
     // 0009: each record carries the key of its run's family.
     const families = (
       await db.prepare("SELECT r.id, f.run_id, f.record_type FROM records AS r JOIN run_families AS f ON f.key = r.family_key ORDER BY r.id").all()
@@ -70,9 +71,12 @@ describe("0005: record ids per project, side rows by rid", () => {
     ]);
     // 0009's triggers keep the metric rows equal to the JSON from then on.
     await db.prepare(`UPDATE records SET metrics = '{"num_input_tokens":4,"cost":0.25}' WHERE id = 'span-1'`).run();
+    // (and 0013's roll-ups sum the llm span's tokens and cost into its trace)
     expect(await metricRows()).toEqual([
       { id: "span-1", name: "cost", value: 0.25 },
       { id: "span-1", name: "num_input_tokens", value: 4 },
+      { id: "trace-1", name: "cost", value: 0.25 },
+      { id: "trace-1", name: "num_input_tokens", value: 4 },
       { id: "trace-1", name: "toxicity", value: 0.5 },
     ]);
     // The cascade from records to side rows is in place, and so are the guard triggers.
@@ -84,6 +88,18 @@ describe("0005: record ids per project, side rows by rid", () => {
     ]);
     const triggers = (await db.prepare("SELECT name FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string }>()).results;
     expect(triggers.map((t) => t.name)).toEqual([
+      // Annotations (0012): guards and change log like the records', and created_at carried over.
+      "annotation_ratings_changes_while_exporting_delete",
+      "annotation_ratings_changes_while_exporting_insert",
+      "annotation_ratings_changes_while_exporting_update",
+      "annotation_ratings_follow_created_at",
+      "annotation_ratings_project_on_shard_insert",
+      "annotation_ratings_project_on_shard_update",
+      "annotation_templates_changes_while_exporting_delete",
+      "annotation_templates_changes_while_exporting_insert",
+      "annotation_templates_changes_while_exporting_update",
+      "annotation_templates_project_on_shard_insert",
+      "annotation_templates_project_on_shard_update",
       "record_metrics_on_delete",
       "record_metrics_on_insert",
       "record_metrics_on_update",
@@ -100,6 +116,13 @@ describe("0005: record ids per project, side rows by rid", () => {
       "records_ownership_guard",
       "records_project_on_shard_insert",
       "records_project_on_shard_update",
+      "records_rollup_session_insert",
+      "records_rollup_span_delete",
+      "records_rollup_span_insert",
+      "records_rollup_span_update",
+      "records_rollup_trace_delete",
+      "records_rollup_trace_insert",
+      "records_rollup_trace_update",
       "records_text_backfill_chunk",
       "records_text_on_delete",
       "records_text_on_insert",

@@ -102,14 +102,32 @@ async function seed(tenant: Tenant): Promise<Dataset> {
   expect(doomed.status).toBe(200);
   const job = await call("/v2/org-jobs/delete-by-metadata", { as: tenant, body: { metadata_key: "fuzz", metadata_value: "erase-me" } });
   expect(job.body.job_id, JSON.stringify(job.body)).toBeTruthy();
+  // Annotation templates with a rating each, so the template and rating routes have something to
+  // find (several: a fuzzed DELETE may remove some of them before the other operations run).
+  const templateIds: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const template = await call(`/v2/projects/${projectId}/annotation/templates`, { as: tenant, body: { name: `fuzz-${i}`, constraints: { annotation_type: "like_dislike" } } });
+    expect(template.status, JSON.stringify(template.body)).toBe(200);
+    templateIds.push(template.body.id);
+    const rating = await call(`/v2/projects/${projectId}/annotation/templates/${template.body.id}/records/${traceId}/rating`, {
+      as: tenant,
+      method: "PUT",
+      body: { rating: { annotation_type: "like_dislike", value: true } },
+    });
+    expect(rating.status, JSON.stringify(rating.body)).toBe(200);
+  }
   const token = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
-  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id] };
+  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId] };
   return { tenant, member, token, projectId, logStreamId, experimentId, named, ids: Object.values(named).flat() };
 }
 
 beforeAll(async () => {
   doc = (await call("/openapi.json")).body as OpenApiDocument;
-  operations = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ ...op, method: method.toUpperCase(), path })));
+  // Deletions last: a fuzzed DELETE that succeeds removes what the other operations need to find
+  // (the seeded annotation templates) to get past their handlers' lookups.
+  operations = Object.entries(doc.paths)
+    .flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ ...op, method: method.toUpperCase(), path })))
+    .sort((a, b) => Number(a.method === "DELETE") - Number(b.method === "DELETE"));
   for (let i = 0; i < 4; i++) datasets.push(await seed(await createTenant("admin")));
   stranger = await seed(await createTenant("admin"));
 }, 60_000);
@@ -204,6 +222,10 @@ function repaired(value: unknown, schema: JsonSchema, own: Dataset, useExperimen
     if (useExperiment) out.experiment_id = own.experimentId;
     else out.log_stream_id = own.logStreamId;
   }
+  // A rating must fit its template (the seeded ones are like_dislike), and a reorder must name
+  // every template of the project.
+  if (declared.has("rating") && declared.has("explanation")) out.rating = { annotation_type: "like_dislike", value: true };
+  if (declared.has("ordering")) out.ordering = [...own.named.template_id!];
   // Streaming updates may repeat the path's id in the body, which these values cannot know;
   // spans posted on their own name the trace they belong to.
   const required = new Set(resolveSchema(schema).required ?? []);
@@ -275,11 +297,44 @@ function labelOf(mediaType: string): fc.Arbitrary<string> {
   );
 }
 
+/**
+ * A metrics request (metrics/search, metrics/custom_search) the route accepts: a window of at
+ * most 1,000 buckets of the interval, groups and aggregations it knows (their names are open
+ * strings in the schema, so a draw from the schema alone is nearly always a 422).
+ */
+function metricsBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<Record<string, unknown>> {
+  const custom = operation.path.endsWith("custom_search");
+  return fc
+    .record({
+      start: fc.date({ min: new Date("2020-01-01T00:00:00Z"), max: new Date("2030-01-01T00:00:00Z"), noInvalidDate: true }),
+      interval: pick([1, 5, 60, 1440]),
+      buckets: fc.integer({ min: 1, max: 1000 }),
+      group_by: pick([null, "name", "status_code", "tags", "user_metadata.customer"]),
+      metric: pick(["duration_ns", "cost", "toxicity", "status_code", "is_complete"]),
+      aggregation: pick(["Count", "Sum", "Average", "Min", "Max", "P50", "P99", "PercentageTrue"]),
+      record_type: pick(["trace", "span", "session"]),
+    })
+    .map((d) => ({
+      log_stream_id: own.logStreamId,
+      start_time: d.start.toISOString(),
+      end_time: new Date(d.start.getTime() + d.buckets * d.interval * 60_000).toISOString(),
+      group_by: d.record_type === "session" && d.group_by === "tags" ? null : d.group_by,
+      ...(custom
+        ? { interval_minutes: d.interval, record_type: d.record_type, metric_details: [{ id: "m", metric_name: d.record_type === "session" && (d.metric === "status_code" || d.metric === "is_complete") ? "cost" : d.metric, aggregation: d.aggregation }] }
+        : { interval: d.interval }),
+    }));
+}
+
 /** A body the operation should accept: strictly within its schema, naming what the caller owns. */
 function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ contentType?: string; body?: string }> {
   const [mediaType, content] = Object.entries(operation.requestBody?.content ?? {}).find(([type]) => type === "application/json") ?? [];
   if (!mediaType || !content) return fc.constant({});
+  if (operation.path.includes("/metrics/")) return metricsBodyOf(operation, own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
   if (operation.path.endsWith("search")) return searchBodyOf(own).map((body) => ({ contentType: mediaType, body: JSON.stringify(body) }));
+  // An export's body is a search body with a root type; it is ordered by created_at only.
+  if (operation.path.endsWith("export_records")) {
+    return searchBodyOf(own).map((body) => ({ contentType: mediaType, body: JSON.stringify({ ...body, root_type: "trace", sort: { column_id: "created_at", ascending: (body.sort as { ascending?: boolean } | undefined)?.ascending ?? false } }) }));
+  }
   return fc
     .tuple(valueOf(content.schema, doc, vocabularyOf(own, true)), fc.boolean())
     .map(([value, useExperiment]) => ({ contentType: mediaType, body: encode(mediaType, repaired(value, content.schema, own, useExperiment)) }));

@@ -212,7 +212,7 @@ describe("moving a project, with failures, redeliveries, pauses and concurrent w
         ]);
         expect(normalized(movedState)).toEqual(normalized(twinState));
         expect(Object.values(left).flat()).toEqual([]);
-        // The text index follows every write and removal (migration 0012).
+        // The text index follows every write and removal (migration 0016).
         expect(await textIndexDifferencesEverywhere()).toEqual([]);
       }),
       { numRuns: 20 },

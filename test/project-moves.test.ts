@@ -245,7 +245,7 @@ describe("a move that keeps failing", () => {
     expect(done).toMatchObject({ phase: "completed", status: "running", error_message: null });
     expect(await shardOf(run.projectId)).toBe(target);
     expect(names(await search(tenant, run))).toContain("while-paused");
-  });
+  }, 30_000);
 });
 
 describe("the catalog as a shard", () => {

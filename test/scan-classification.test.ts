@@ -130,7 +130,6 @@ const INDEXED: Record<string, Omit<Shape, "reasons">> = {
     body: { filters: [leaf("number", "metrics/toxicity", "gt", 0.9)], sort: { column_id: "metrics/toxicity", ascending: false } },
     walk: /^SEARCH dm USING PRIMARY KEY \(metric_key=\? AND value>\?\)$/,
   },
-  "fully_annotated (matches nothing, reads nothing)": { family: "span", body: { filters: [{ type: "fully_annotated" }] }, walk: /^SCAN r$/ },
 };
 
 async function planLines(body: Record<string, unknown>, family: Family): Promise<string[]> {
@@ -156,11 +155,14 @@ describe("classification by the access path the statement gets", () => {
     });
   }
 
-  it("a leaf that matches nothing cannot hide a scan beside it", () => {
-    expect(cost({ filter_tree: { or: [{ filter: { type: "fully_annotated" } }, { filter: leaf("text", "name", "eq", "x") }] } })).toEqual({
-      class: "scan",
-      reasons: ["filter on name under or/not"],
-    });
+  it("fully_annotated is scan-class: since annotations (issue 20) each record's ratings decide it", () => {
+    expect(cost({ filters: [{ type: "fully_annotated" }] }, "span")).toEqual({ class: "scan", reasons: ["fully_annotated reads every record's ratings"] });
+  });
+
+  it("every leaf of an or names its reason", () => {
+    const answer = cost({ filter_tree: { or: [{ filter: { type: "fully_annotated" } }, { filter: leaf("text", "name", "eq", "x") }] } });
+    expect(answer.class).toBe("scan");
+    expect(answer.class === "scan" && answer.reasons).toEqual(expect.arrayContaining(["fully_annotated reads every record's ratings", "filter on name under or/not"]));
   });
 });
 

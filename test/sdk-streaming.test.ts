@@ -433,6 +433,7 @@ describe("query plans", () => {
       sessionId: null,
       isComplete: null,
       nowMicros: Date.now() * 1000,
+      prices: () => null,
     });
     recordWriteStatements(db, rows, scope);
     expect(prepared.length).toBeGreaterThan(5);

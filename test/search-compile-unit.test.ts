@@ -13,6 +13,7 @@ import { compileFilter } from "../src/search/compile-filter-tree";
 import { compileSearchQuery, type SearchScope } from "../src/search/compile-search-query";
 import { OPERATORS_BY_TYPE } from "../src/search/filter-operators";
 import { normalizeSearchRequest } from "../src/search/normalize-search-request";
+import { bindAnnotationColumns } from "../src/search/bind-annotation-columns";
 import { SEARCH_LIMITS } from "../src/search/search-limits";
 import type { SearchRequestBody } from "../src/search/search-schemas";
 import { from, r } from "../src/search/search-tables";
@@ -48,6 +49,8 @@ const body = (extra: Partial<SearchRequestBody>): SearchRequestBody => ({ log_st
 /** Evaluates a filter element on the bare record: [value, value IS NULL]. */
 async function evaluateOnBare(element: unknown): Promise<[unknown, unknown]> {
   const query = normalizeSearchRequest(body({ filters: [element] }), "span", "partial");
+  // fully_annotated reads the project's templates (it has none here).
+  await bindAnnotationColumns(env.DB, PROJECT, query);
   const pack = new SqlParamPack();
   const test = compileFilter(query.filter, pack);
   const statement = dialect.sqlToQuery(sql`SELECT (${test}) AS "v", (${test}) IS NULL AS "n" FROM ${from(r)} WHERE ${r.id} = ${pack.value(BARE)}`);
@@ -99,7 +102,7 @@ describe("search compiler", () => {
     expect(await evaluateOnBare({ type: "collection", column_id: "tags", operator: "eq", value: ["x"] })).toEqual([0, 0]);
   });
 
-  it("compiles empty AND as true, empty OR as false and fully_annotated as false", async () => {
+  it("compiles empty AND as true, empty OR as false and fully_annotated (a project without templates) as false", async () => {
     expect(await evaluateOnBare({ and: [] })).toEqual([1, 0]);
     expect(await evaluateOnBare({ or: [] })).toEqual([0, 0]);
     expect(await evaluateOnBare({ type: "fully_annotated", user_ids: [] })).toEqual([0, 0]);

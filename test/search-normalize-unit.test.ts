@@ -78,7 +78,7 @@ describe("search request normalisation", () => {
       ],
       sort: { column_id: "metrics/answer.relevance" },
     });
-    const columns = query.filter.kind === "and" ? query.filter.children.map((c) => (c.kind === "leaf" && c.leaf.kind !== "never" ? c.leaf.column : null)) : [];
+    const columns = query.filter.kind === "and" ? query.filter.children.map((c) => (c.kind === "leaf" && c.leaf.kind !== "fully_annotated" ? c.leaf.column : null)) : [];
     expect(columns).toEqual([
       { kind: "metric", id: "metrics/answer.relevance", name: "answer.relevance" },
       { kind: "user_metadata", id: "user_metadata.a.b", key: "a.b" },

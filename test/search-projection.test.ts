@@ -135,7 +135,13 @@ describe("search: projection and flags", () => {
       type: "trace",
       name: "the-trace",
       metrics: { toxicity: 0.25, duration_ns: 900 },
+      // What the record was ingested with, beside the caller's own ratings (none here), and the
+      // feedback fields of section 8 (test/annotation-feedback.test.ts).
       feedback_rating_info: { thumbs: { rating: 1 } },
+      annotations: {},
+      annotation_aggregates: {},
+      annotation_agreement: {},
+      annotation_queue_ids: [],
       num_spans: 7,
       metric_info: {
         toxicity: { status_type: "success", value: 0.25, metadata: { reason: "mild", model: "tox-1" } },

@@ -7,7 +7,7 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
-import { createTenant, type Tenant } from "./support/tenants";
+import { addUser, createTenant, type Tenant } from "./support/tenants";
 import { createRun, datasetArbitrary, ingestDataset, isoAt, POOLS } from "./search-dataset";
 import { columnAppliesTo, evaluate, type Family, type RefRecord } from "./search-reference-evaluator";
 
@@ -134,6 +134,14 @@ function leafArb(family: Family): fc.Arbitrary<Deferred<Record<string, unknown>>
     );
   }
   if (family !== "session") leaves.push(fc.constant(() => ({ type: "fully_annotated", user_ids: [] })));
+  // Annotation leaves (placeholders LIKE / SCORE become the run's template ids in checkWalk).
+  leaves.push(
+    fc.tuple(pick(["eq", "ne"]), fc.boolean()).map(([operator, value]) => () => ({ type: "boolean", column_id: "annotations/LIKE", operator, value })),
+    fc
+      .tuple(pick(["eq", "ne", "gt", "gte", "lt", "lte", "between"]), fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 2 }))
+      .map(([operator, value, width]) => () => ({ type: "number", column_id: "annotations/SCORE", operator, value: operator === "between" ? [value, value + width] : value })),
+    fc.constant(() => ({ type: "fully_annotated", user_ids: ["ANNOTATOR"] })),
+  );
   return fc.oneof(...leaves);
 }
 
@@ -152,7 +160,7 @@ function treeArb(family: Family): fc.Arbitrary<Deferred<unknown>> {
 }
 
 function sortArb(family: Family) {
-  const columns = ["created_at", "name", "id", "input", "status_code", "updated_at", "has_children", "external_id", "type", "model", "temperature", "step_number", "metrics/toxicity", "metrics/duration_ns", "user_metadata.env", "dataset_metadata.split"].filter((c) =>
+  const columns = ["created_at", "name", "id", "input", "status_code", "updated_at", "has_children", "external_id", "type", "model", "temperature", "step_number", "metrics/toxicity", "metrics/duration_ns", "user_metadata.env", "dataset_metadata.split", "annotations/LIKE", "annotations/SCORE"].filter((c) =>
     columnAppliesTo(c, family),
   );
   return fc.option(
@@ -177,11 +185,25 @@ function requestArb(family: Family) {
 
 type Request = { filters: readonly Deferred<unknown>[]; tree?: Deferred<unknown>; sort?: Record<string, unknown>; pageSize: number; seedStyle: boolean };
 
-async function checkWalk(tenant: Tenant, projectId: string, runId: string, records: readonly RefRecord[], family: Family, request: Request) {
+/** The run's annotation templates and the user whose ratings fully_annotated leaves name. */
+interface Annotations {
+  like: string;
+  score: string;
+  annotator: string;
+}
+
+async function checkWalk(tenant: Tenant, projectId: string, runId: string, records: readonly RefRecord[], family: Family, request: Request, annotations: Annotations) {
   const filters = request.filters.map((f: Deferred<unknown>) => f(records));
   const filterTree = request.tree ? request.tree(records) : undefined;
-  const shape = { log_stream_id: runId, filters, ...(filterTree ? { filter_tree: filterTree } : {}), ...(request.sort ? { sort: request.sort } : {}) };
-  const expected = evaluate(records, family, shape as never).map((r) => r.id);
+  const written = { log_stream_id: runId, filters, ...(filterTree ? { filter_tree: filterTree } : {}), ...(request.sort ? { sort: request.sort } : {}) };
+  const shape = JSON.parse(
+    JSON.stringify(written).replaceAll("annotations/LIKE", `annotations/${annotations.like}`).replaceAll("annotations/SCORE", `annotations/${annotations.score}`).replaceAll('"ANNOTATOR"', JSON.stringify(annotations.annotator)),
+  );
+  const templates = [
+    { id: annotations.like, type: "like_dislike" as const },
+    { id: annotations.score, type: "score" as const },
+  ];
+  const expected = evaluate(records, family, shape as never, templates).map((r) => r.id);
   const seen: string[] = [];
   for (let offset = 0; ; ) {
     const paging = request.seedStyle ? { pagination: { limit: request.pageSize, starting_token: offset } } : { limit: request.pageSize, starting_token: offset };
@@ -212,22 +234,46 @@ async function checkWalk(tenant: Tenant, projectId: string, runId: string, recor
 
 describe("search: answers equal the reference evaluator", () => {
   let tenant: Tenant;
+  let colleague: Tenant;
   beforeAll(async () => {
     tenant = await createTenant();
+    colleague = await addUser(tenant, "member");
   });
+
+  /**
+   * Two templates (like_dislike, score 1-5) and ratings by two users on records picked by the
+   * plan (any kind); the ratings are put on the reference records too.
+   */
+  async function annotate(projectId: string, records: RefRecord[], plan: readonly [number, number, number][]): Promise<Annotations> {
+    const template = async (constraints: Record<string, unknown>) =>
+      (await call(`/v2/projects/${projectId}/annotation/templates`, { as: tenant, body: { name: String(constraints.annotation_type), constraints } })).body.id as string;
+    const like = await template({ annotation_type: "like_dislike" });
+    const score = await template({ annotation_type: "score", min: 1, max: 5 });
+    for (const [n, code, value] of plan) {
+      const record = records[n % records.length]!;
+      const who = code % 2 === 0 ? tenant : colleague;
+      const [id, rating] = code < 2 ? [like, { annotation_type: "like_dislike", value: value % 2 === 0 }] : [score, { annotation_type: "score", value: 1 + (value % 5) }];
+      const answer = await call(`/v2/projects/${projectId}/annotation/templates/${id}/records/${record.id}/rating`, { as: who, method: "PUT", body: { rating } });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      record.ratings = [...(record.ratings ?? []).filter((r) => !(r.template === id && r.annotator === who.userId)), { template: id, annotator: who.userId, value: rating.value }];
+    }
+    return { like, score, annotator: tenant.userId };
+  }
 
   it("for random datasets, filter trees, sorts and page sizes", { timeout: 150_000 }, async () => {
     await fc.assert(
       fc.asyncProperty(
         datasetArbitrary,
+        fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 3 }), fc.nat()), { maxLength: 12 }),
         fc.array(
           pick(["span", "span", "trace", "session"] as Family[]).chain((family) => requestArb(family).map((request) => [family, request] as const)),
           { minLength: 16, maxLength: 16 },
         ),
-        async (dataset, plan) => {
+        async (dataset, ratingPlan, plan) => {
           const { projectId, runId } = await createRun(tenant);
           const records = await ingestDataset(tenant, { projectId, runId }, dataset);
-          for (const [family, request] of plan) await checkWalk(tenant, projectId, runId, records, family, request);
+          const annotations = await annotate(projectId, records as RefRecord[], ratingPlan);
+          for (const [family, request] of plan) await checkWalk(tenant, projectId, runId, records, family, request, annotations);
         },
       ),
       // Shrinking re-ingests a dataset per attempt: bound it so a failure is reported in time.

@@ -43,6 +43,26 @@ export interface RefRecord {
   agent_type: string | null;
   control_id: number | null;
   agent_name: string | null;
+  /** Ratings of the record (contract section 8), by every annotator. */
+  ratings?: { template: string; annotator: string; value: unknown }[];
+}
+
+/** A template of the searched project: what annotation leaves, sorts and fully_annotated read. */
+export interface RefTemplate {
+  id: string;
+  type: "like_dislike" | "score";
+}
+
+const ANNOTATION_PREFIX = "annotations/";
+
+function ratingsOf(record: RefRecord, templateId: string): unknown[] {
+  return (record.ratings ?? []).filter((r) => r.template === templateId).map((r) => r.value);
+}
+
+/** The aggregate an annotation sort orders by: like share or average; null when unrated. */
+function annotationAggregate(record: RefRecord, templateId: string): number | null {
+  const values = ratingsOf(record, templateId).map((v) => (v === true ? 1 : v === false ? 0 : (v as number)));
+  return values.length === 0 ? null : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
 type Json = unknown;
@@ -82,6 +102,7 @@ export function isoMicros(iso: string): number {
 
 /** The record's value for a column, or null when it has none. */
 export function valueOf(record: RefRecord, column: string): Value | string[] {
+  if (column.startsWith(ANNOTATION_PREFIX)) return annotationAggregate(record, column.slice(ANNOTATION_PREFIX.length));
   if (column.startsWith("metrics/")) return record.metrics[column.slice(8)] ?? null;
   if (column.startsWith("user_metadata.")) return record.user_metadata[column.slice(14)] ?? null;
   if (column.startsWith("dataset_metadata.")) return record.dataset_metadata?.[column.slice(17)] ?? null;
@@ -106,9 +127,22 @@ interface Leaf {
   case_sensitive?: boolean;
 }
 
+let searchedTemplates: readonly RefTemplate[] = [];
+
 function leafMatches(record: RefRecord, leaf: Leaf): boolean {
-  if (leaf.type === "fully_annotated") return false;
+  if (leaf.type === "fully_annotated") {
+    // Rated with every template of the project, by each of user_ids (none: by anyone).
+    const users = ((leaf as { user_ids?: string[] }).user_ids ?? []).filter(Boolean);
+    const rated = (template: string, user?: string) => (record.ratings ?? []).some((r) => r.template === template && (user === undefined || r.annotator === user));
+    return searchedTemplates.length > 0 && searchedTemplates.every((t) => (users.length === 0 ? rated(t.id) : users.every((u) => rated(t.id, u))));
+  }
   const column = (leaf.column_id ?? leaf.name)!;
+  if (column.startsWith(ANNOTATION_PREFIX)) {
+    // At least one rating satisfies the leaf; no rating: no match.
+    return ratingsOf(record, column.slice(ANNOTATION_PREFIX.length)).some((value) =>
+      leafMatches({ ...record, ratings: [], metrics: { rating: value === true ? 1 : value === false ? 0 : (value as number) } }, { ...leaf, column_id: "metrics/rating", name: undefined, type: "number", value: typeof leaf.value === "boolean" ? Number(leaf.value) : leaf.value }),
+    );
+  }
   const type = leaf.type ?? columnType(column);
   const operator = leaf.operator ?? "eq";
   const cs = leaf.case_sensitive ?? true;
@@ -204,7 +238,8 @@ export interface SearchBody {
 }
 
 /** Records of `family` that match, in the order the contract prescribes. */
-export function evaluate(records: readonly RefRecord[], family: Family, body: SearchBody): RefRecord[] {
+export function evaluate(records: readonly RefRecord[], family: Family, body: SearchBody, templates: readonly RefTemplate[] = []): RefRecord[] {
+  searchedTemplates = templates;
   const tree = { and: [...(body.filters ?? []), ...(body.filter_tree ? [body.filter_tree] : [])] };
   const found = records.filter((r) => r.family === family && matches(r, tree));
   const sortColumn = body.sort ? (body.sort.column_id ?? body.sort.name)! : "created_at";
@@ -222,7 +257,7 @@ export function evaluate(records: readonly RefRecord[], family: Family, body: Se
 
 /** Whether a standard column applies to a family (for generating valid requests). */
 export function columnAppliesTo(column: string, family: Family): boolean {
-  if (column.startsWith("metrics/") || column.startsWith("user_metadata.")) return true;
+  if (column.startsWith("metrics/") || column.startsWith("user_metadata.") || column.startsWith(ANNOTATION_PREFIX)) return true;
   if (column.startsWith("dataset_metadata.")) return family !== "session";
   if (SPAN_ONLY.has(column) || ["model", "temperature", "finish_reason", "tool_call_id", "agent_type", "control_id", "agent_name"].includes(column)) {
     return family === "span";

@@ -23,9 +23,12 @@ const SHARD_TABLES = [
   "shard_jobs",
   "shard_project_changes",
   "records_text_backfill",
+  "rollup_backfill",
+  "annotation_templates",
+  "annotation_ratings",
 ];
 
-/** The text index (migration 0012) and the tables FTS5 keeps it in. */
+/** The text index (migration 0016) and the tables FTS5 keeps it in. */
 const TEXT_INDEX_TABLES = ["records_text", "records_text_config", "records_text_data", "records_text_idx"];
 
 async function describeTable(db: D1Database, table: string) {

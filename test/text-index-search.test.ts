@@ -1,6 +1,6 @@
 /**
  * Substring search by the text index (docs/search.md, "The text index"; src/search/text-driver.ts,
- * migration 0012): the index narrows, the scan's expression decides, so answers are the scan's
+ * migration 0016): the index narrows, the scan's expression decides, so answers are the scan's
  * whichever path answers; a needle with more candidates than the bound (TEXT_INDEX_MAX_CANDIDATES,
  * 40 in the tests: vitest.config.ts) is answered by the scan; records written before the index
  * existed are found while the backfill runs and after; PATCH and re-ingest keep the index exact.
@@ -115,7 +115,7 @@ describe("substring search through the text index", () => {
     const old = Array.from({ length: 30 }, (_, i) => trace(`archived ticket ${i}`));
     await postTraces(tenant, run, old);
     const db = await recordsOf(run.projectId);
-    // The database as migration 0012 leaves one that already held these records: nothing indexed,
+    // The database as migration 0016 leaves one that already held these records: nothing indexed,
     // every existing rid waiting for the backfill.
     await db.batch([
       db.prepare(`INSERT INTO records_text (records_text) VALUES ('delete-all')`),

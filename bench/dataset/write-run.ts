@@ -21,6 +21,7 @@ import { recordWriteStatements } from "../../src/ingest/write-records";
 import type { IngestTrace } from "../../src/ingest/ingest-schemas";
 import { boundStatement, queryJson, runSqlite, type SqlStatement, SqliteWriter } from "../lib/sqlite-cli";
 import { type RunPlan, sessionInput, traceInput } from "./synthetic-traces";
+import { defaultPriceOf } from "../../src/pricing/price-lookup";
 
 /** Traces per ingest request, as an SDK flush of a busy application would send them. */
 export const TRACES_PER_REQUEST = 100;
@@ -44,8 +45,9 @@ export function ingestStatements(batch: RecordBatch, scope: RunScope): SqlStatem
 }
 
 export function ingestContext(scope: RunScope, sessionId: string | null = null): IngestContext {
-  // Every generated record carries its own created_at, so the clock is never read.
-  return { ...scope, sessionId, isComplete: null, nowMicros: 0 };
+  // Every generated record carries its own created_at, so the clock is never read; costs come
+  // from the built-in prices, as for an organization without overrides.
+  return { ...scope, sessionId, isComplete: null, nowMicros: 0, prices: defaultPriceOf };
 }
 
 /**

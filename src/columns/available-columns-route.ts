@@ -7,6 +7,7 @@ import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { refineRunSelector, runSelectorOf, runSelectorShape } from "../projects/run-selector";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
+import { annotationColumnDescriptor, type TemplateColumnRow, templateColumnsStatement } from "./annotation-columns";
 import { availableColumns } from "./column-descriptors";
 
 const AvailableColumnsRequest = z
@@ -23,7 +24,7 @@ const ColumnDescriptorSchema = z
     id: z.string(),
     label: z.string(),
     description: z.string(),
-    category: z.enum(["standard", "metric"]),
+    category: z.enum(["standard", "metric", "feedback"]),
     group_label: z.string(),
     data_type: z.string(),
     filter_type: z.string(),
@@ -56,7 +57,7 @@ function availableColumnsRoute(family: RecordFamily) {
     tags: ["Columns"],
     summary: `Columns available for ${ROUTE_SEGMENT[family]} of a run`,
     description:
-      "The standard columns that apply to this record family, in the interface's order, then one column per metric present in the run. `is_empty` is true when no record of the run has a value for the column. `start_time`/`end_time` are accepted but do not narrow the list: it always describes the whole run.",
+      "The standard columns that apply to this record family, in the interface's order, then one column per metric present in the run, then one per annotation template of the project (`annotations/<template_id>`, category `feedback`). `is_empty` is true when no record of the run has a value for the column. `start_time`/`end_time` are accepted but do not narrow the list: it always describes the whole run.",
     request: {
       params: ProjectIdParam,
       body: { content: { "application/json": { schema: AvailableColumnsRequest } }, required: true },
@@ -77,20 +78,23 @@ export function registerAvailableColumns(app: Router): void {
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
       // One round trip to the project's shard: its state there, the run's ownership, the run's columns.
       const present = await onProjectShard(c, project_id, "read", async ({ db }) => {
-        const [state, owned, columns] = await db.batch<{ column_id: string }>([
+        const [state, owned, columns, templates] = await db.batch<{ column_id: string }>([
           projectStateStatement(db, project_id),
           db.prepare(ownership.sql).bind(...ownership.params),
           db.prepare(PRESENT_COLUMNS).bind(selector.runId, family),
+          templateColumnsStatement(db, project_id, selector.runId, family),
         ]);
         if (!readableHere(state)) throw new ProjectNotOnShardError(project_id);
         if ((owned?.results.length ?? 0) === 0) {
           // Not the caller's run (404), or one not yet copied to the shard: nothing filled yet.
           await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
-          return [];
+          return { columnIds: [], templates: [] };
         }
-        return (columns?.results ?? []).map((r) => ({ columnId: r.column_id }));
+        return { columnIds: (columns?.results ?? []).map((r) => r.column_id), templates: (templates?.results ?? []) as unknown as TemplateColumnRow[] };
       });
-      return c.json({ columns: availableColumns(family, present.map((r) => r.columnId)) }, 200);
+      // The standard and metric columns, then one per annotation template (category feedback).
+      const columns = [...availableColumns(family, present.columnIds), ...present.templates.map(annotationColumnDescriptor)];
+      return c.json({ columns }, 200);
     });
   }
 }

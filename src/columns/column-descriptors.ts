@@ -5,7 +5,7 @@ export interface ColumnDescriptor {
   id: string;
   label: string;
   description: string;
-  category: "standard" | "metric";
+  category: "standard" | "metric" | "feedback";
   group_label: string;
   data_type: string;
   filter_type: string;

@@ -49,6 +49,11 @@ const KNOWN_METRICS: ReadonlyMap<string, MetricDescriptor> = new Map(Object.entr
   cost: { label: "Cost", description: "Cost of the call in US dollars.", data_type: "floating_point", group_label: "System Metrics", data_unit: "dollars", roll_up_method: "sum" },
 } satisfies Record<string, MetricDescriptor>));
 
+/** A metric the service knows by name (it may not have a value on a run yet). */
+export function isKnownMetric(name: string): boolean {
+  return KNOWN_METRICS.has(name);
+}
+
 export function metricDescriptor(name: string): MetricDescriptor {
   return (
     KNOWN_METRICS.get(name) ?? {

@@ -18,6 +18,8 @@ import { firstShownMicros } from "../retention/retention-policy";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { shapeRecord, type StoredRow } from "../search/shape-record";
+import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
+import { RATINGS_COLUMN, ratingsJsonSql } from "../annotations/record-feedback";
 import type { SearchQuery } from "../search/search-query";
 
 const LOOKUPS: { family: RecordFamily; segment: string; idParam: string; label: string }[] = [
@@ -45,7 +47,8 @@ function fullRecordQuery(family: RecordFamily): SearchQuery {
 
 // Primary-key lookup; the organization and project tests keep every tenant to its own records.
 /** ?5: the project's retention cut-off (µs), or the smallest integer: an expired record is not shown, as in searches. */
-const RECORD_BY_ID = "SELECT * FROM records WHERE id = ?1 AND organization_id = ?2 AND project_id = ?3 AND record_type = ?4 AND created_at >= ?5";
+/** With its ratings, for the feedback fields (src/annotations/record-feedback.ts). */
+const RECORD_BY_ID = `SELECT *, ${ratingsJsonSql("records.rid")} AS "${RATINGS_COLUMN}" FROM records WHERE id = ?1 AND organization_id = ?2 AND project_id = ?3 AND record_type = ?4 AND created_at >= ?5`;
 
 export function registerRecordLookups(app: Router): void {
   for (const { family, segment, idParam, label } of LOOKUPS) {
@@ -64,17 +67,20 @@ export function registerRecordLookups(app: Router): void {
       const params = c.req.valid("param") as Record<string, string>;
       const projectId = params.project_id!;
       // Only the project's shard is asked (one round trip): its state there, and the record.
-      const row = await onProjectShard(c, projectId, "read", async ({ db, route }) => {
+      const found = await onProjectShard(c, projectId, "read", async ({ db, route }) => {
         const cutoff = firstShownMicros(route.retentionDays, nowMicros());
-        const [state, found] = await db.batch<StoredRow>([
+        const [state, rows, templates] = await db.batch<StoredRow>([
           projectStateStatement(db, projectId),
           db.prepare(RECORD_BY_ID).bind(params[idParam], c.get("principal").organizationId, projectId, family, cutoff),
+          feedbackTemplatesStatement(db, projectId),
         ]);
         if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
-        return found?.results[0];
+        return { row: rows?.results[0], templates };
       });
-      if (!row) throw notFound(label);
-      return c.json(shapeRecord(row, fullRecordQuery(family)), 200);
+      if (!found.row) throw notFound(label);
+      const record = shapeRecord(found.row, fullRecordQuery(family));
+      withFeedback([record], [found.row], found.templates, c.get("principal").userId);
+      return c.json(record, 200);
     });
   }
 }

@@ -236,6 +236,14 @@ export const records = sqliteTable(
      * (a run without families) fails the NOT NULL constraint.
      */
     familyKey: integer("family_key").notNull().default(0),
+    /**
+     * Which of `metrics`' cost and token values the service derived rather than the client sent,
+     * as bits (src/ingest/derived-metrics.ts): 1 `cost`, 2 `num_input_tokens`, 4
+     * `num_output_tokens`, 8 `num_total_tokens`. An llm span's computed cost, a trace's or
+     * session's roll-ups. A value the client sends always replaces a derived one, a derived one
+     * never replaces the client's (docs/analytics.md).
+     */
+    derivedMetrics: integer("derived_metrics").notNull().default(0),
   },
   (t) => [
     // Upserts by the client's id, and lookups by id, always within one project.
@@ -260,6 +268,35 @@ export const records = sqliteTable(
     index("records_session").on(t.sessionId, t.recordType),
     index("records_parent").on(t.parentId),
   ],
+);
+
+/**
+ * Progress of the roll-up backfill on this database (src/maintenance/backfill-rollups.ts): per
+ * family (`trace`, then `session`), the records up to `until_rid` (the last one written before
+ * the roll-up triggers existed) are recomputed in rid order; `after_rid` is how far it got.
+ */
+export const rollupBackfill = sqliteTable("rollup_backfill", {
+  family: text("family").primaryKey(),
+  afterRid: integer("after_rid").notNull(),
+  untilRid: integer("until_rid").notNull(),
+});
+
+/**
+ * An organization's own prices of a model (USD per 1M tokens), which win over the built-in table
+ * (src/pricing). `name` is lower-cased: model names compare without case.
+ */
+export const modelPriceOverrides = sqliteTable(
+  "model_price_overrides",
+  {
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id),
+    name: text("name").notNull(),
+    inputPrice: real("input_price").notNull(),
+    outputPrice: real("output_price").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.name] })],
 );
 
 /**
@@ -488,6 +525,80 @@ export const shardProjectChanges = sqliteTable(
     version: integer("version").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.recordId] })],
+);
+
+/** The seven annotation types of Galileo's templates (contract section 8). */
+export const ANNOTATION_TYPES = ["like_dislike", "star", "score", "tags", "choice", "tree_choice", "text"] as const;
+export type AnnotationType = (typeof ANNOTATION_TYPES)[number];
+
+/**
+ * A project's annotation templates (docs/annotations.md). Kept on the project's shard, beside
+ * the records and ratings, so that a rating is validated and written, a template's usage counted
+ * and a search filtered by annotation in one round trip to one database; a move carries them.
+ * `constraints` is the template's constraints object as JSON (its `annotation_type` included);
+ * only `name` and `criteria` ever change. A template being deleted gets `deleted_at` at once
+ * (it disappears from every answer) and its ratings are removed in bounded chunks before the
+ * row goes (src/annotations/template-deletion.ts).
+ */
+export const annotationTemplates = sqliteTable(
+  "annotation_templates",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id").notNull(),
+    projectId: text("project_id").notNull(),
+    name: text("name").notNull(),
+    annotationType: text("annotation_type", { enum: ANNOTATION_TYPES }).notNull(),
+    constraints: text("constraints").notNull(),
+    includeExplanation: integer("include_explanation").notNull().default(0),
+    criteria: text("criteria"),
+    position: integer("position").notNull(),
+    createdBy: text("created_by"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    deletedAt: integer("deleted_at"),
+  },
+  (t) => [
+    // Names are unique among a project's live templates (a duplicate is a 409).
+    uniqueIndex("annotation_templates_project_name").on(t.projectId, t.name).where(sql`deleted_at IS NULL`),
+    // The project's templates in position order (lists, columns, moves); deleted ones to purge.
+    index("annotation_templates_project_position").on(t.projectId, t.position),
+    // Templates whose deletion is still removing ratings (the maintenance finishes them).
+    index("annotation_templates_deleted").on(t.deletedAt).where(sql`deleted_at IS NOT NULL`),
+  ],
+);
+
+/**
+ * One rating per (record, template, annotator): a WITHOUT ROWID table keyed by
+ * (record_rid, template_id, annotator_id) (the migration says so), so a record's ratings are one
+ * range of the key and go with the record by ON DELETE CASCADE in the very statement that deletes
+ * it (every deletion path, in its own bounded chunks). `value` is the rating's value as JSON;
+ * `num_value` its number where it has one (like 1 / dislike 0, stars, score), which filters and
+ * sorts read from the index. The record's family key, id and created_at are repeated, like the
+ * metadata rows, so that an annotation filter walks the template's ratings in page order
+ * (annotation_ratings_template_order); a trigger keeps `record_created_at` equal to the record's.
+ */
+export const annotationRatings = sqliteTable(
+  "annotation_ratings",
+  {
+    recordRid: recordRid(),
+    templateId: text("template_id").notNull(),
+    annotatorId: text("annotator_id").notNull(),
+    projectId: text("project_id").notNull(),
+    recordId: text("record_id").notNull(),
+    familyKey: integer("family_key").notNull(),
+    recordCreatedAt: integer("record_created_at").notNull(),
+    value: text("value").notNull(),
+    numValue: real("num_value"),
+    explanation: text("explanation"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.recordRid, t.templateId, t.annotatorId] }),
+    // A template's ratings within a run's family in native order (filters drive the page by it;
+    // num_value makes the number tests covered); also the chunks of a template's deletion.
+    index("annotation_ratings_template_order").on(t.templateId, t.familyKey, t.recordCreatedAt, t.recordId, t.numValue),
+  ],
 );
 
 /**

@@ -5,6 +5,7 @@
  * open, for which the caller enqueues continuations.
  */
 import type { Env } from "../env";
+import { withinScanAdmission } from "../limits/scan-admission";
 import { shardDatabase } from "../shards/shard-config";
 import { type AdvanceResult, advanceJobPart } from "./advance-job";
 import type { WorkBudget } from "./deletion-budgets";
@@ -36,7 +37,9 @@ export async function advanceParts(env: Env, job: DeletionJob, shards: readonly 
     const db = shardDatabase(env, shard);
     let result: AdvanceResult;
     try {
-      result = await advanceJobPart(db, job, remaining, env.DB);
+      const advance = () => advanceJobPart(db, job, remaining, env.DB);
+      // A filter's chunks each run its search statement: admitted by its scan class, as the search is.
+      result = await (job.kind === "filter" ? withinScanAdmission(env, job.organizationId, job.request.cost, advance) : advance());
     } catch (error) {
       // What committed before the failure is counted on the job before the retry.
       await syncPart(env, job.id, shard, await shardPartState(db, job.id)).catch(() => undefined);

@@ -9,6 +9,7 @@ import type { JobStatus } from "../db/schema";
 import type { ChunkLimits } from "./deletion-budgets";
 import type { DeletionCounts, DeletionJob } from "./deletion-job-types";
 import { CHUNK_STATEMENTS, type ChunkValues } from "./deletion-sql";
+import { COMPLETE_FILTER_PART, FILTER_CHUNK_STATEMENTS, type FilterChunkValues } from "./filter-deletion-sql";
 import { EXPIRY_CHUNK_STATEMENTS, type ExpiryChunkValues, PATCHES_REMOVED_INDEX, bindingsOf } from "./expiry-sql";
 
 export interface ChunkOutcome {
@@ -41,6 +42,7 @@ export function chunkStamp(): number {
 
 export async function deleteChunk(d1: D1Database, job: DeletionJob, limits: ChunkLimits): Promise<ChunkOutcome> {
   if (job.kind === "expiry") return expireChunk(d1, job, limits);
+  if (job.kind === "filter") return filterChunk(d1, job, limits);
   const values: ChunkValues = {
     organizationId: job.organizationId,
     key: job.key,
@@ -79,4 +81,42 @@ async function expireChunk(d1: D1Database, job: Extract<DeletionJob, { kind: "ex
   if (!row) throw new Error(`expiry job ${job.id} vanished during a chunk`);
   const patches = Number((results[PATCHES_REMOVED_INDEX]?.results[0] as { patches_removed?: number } | undefined)?.patches_removed ?? 0);
   return outcomeOf(row, patches);
+}
+
+/**
+ * One chunk of a deletion by filter (filter-deletion-sql.ts): the job's compiled search statement
+ * picks the first `roots` records that match now (live records, so a record changed or added since
+ * the job started is judged as it is), then one batch erases their subtrees, children first. A
+ * root whose subtree outlasts the chunk still matches and is picked again by the next one. When
+ * the filter matches nothing, the part completes. Two round trips per chunk.
+ */
+async function filterChunk(d1: D1Database, job: Extract<DeletionJob, { kind: "filter" }>, limits: ChunkLimits): Promise<ChunkOutcome> {
+  const { request } = job;
+  const picked = await d1
+    .prepare(`SELECT id FROM (${request.selection.sql}) LIMIT ?2`)
+    .bind(request.selection.parameter, limits.roots)
+    .all<{ id: string }>();
+  const roots = picked.results.map((row) => row.id);
+  if (roots.length === 0) {
+    const now = nowMicros();
+    const [, read] = await d1.batch([d1.prepare(COMPLETE_FILTER_PART[0]).bind(job.id, now), d1.prepare(COMPLETE_FILTER_PART[1]).bind(job.id)]);
+    const row = read?.results[0] as ProgressRow | undefined;
+    if (!row) throw new Error(`deletion job ${job.id} vanished during a chunk`);
+    return outcomeOf(row);
+  }
+  const values: FilterChunkValues = [
+    JSON.stringify(roots),
+    job.id,
+    request.project_id,
+    request.run_id,
+    job.organizationId,
+    limits.spans,
+    chunkStamp(),
+    nowMicros(),
+    limits.sessionTraces,
+  ];
+  const results = await d1.batch(FILTER_CHUNK_STATEMENTS.map((s) => d1.prepare(s.sql).bind(...s.params.map((index) => values[index]))));
+  const row = results.at(-1)?.results[0] as ProgressRow | undefined;
+  if (!row) throw new Error(`deletion job ${job.id} vanished during a chunk`);
+  return outcomeOf(row);
 }

@@ -4,6 +4,7 @@
  * should import the other for a type.
  */
 import type { JobStatus } from "../db/schema";
+import type { QueryCost } from "../limits/scan-admission";
 
 export interface DeletionRequestData {
   metadata_key: string;
@@ -23,6 +24,24 @@ export interface ExpiryRequestData {
   projects: ExpiringProject[];
 }
 
+/**
+ * Deletion by filter (src/delete-by-filter): the records of one kind of one run that a search
+ * filter matches, with their descendants. `selection` is the search statement compiled once by
+ * the route (src/search's compiler: only our compiler's text, every request value bound in
+ * `parameter`), re-run before every chunk so that each chunk matches live records; `cost` is its
+ * scan classification, under which every chunk's selection is admitted.
+ */
+export interface FilterRequestData {
+  project_id: string;
+  run_id: string;
+  root_type: "session" | "trace" | "span";
+  filters: unknown[];
+  filter_tree: unknown;
+  immediate: boolean;
+  selection: { sql: string; parameter: string };
+  cost: QueryCost;
+}
+
 interface JobBase {
   id: string;
   organizationId: string;
@@ -30,8 +49,11 @@ interface JobBase {
   progress: DeletionCounts;
 }
 
-/** What a worker needs to advance a job: a deletion by metadata, or a retention expiry. */
-export type DeletionJob = (JobBase & { kind: "metadata"; key: string; value: string }) | (JobBase & { kind: "expiry"; projects: ExpiringProject[] });
+/** What a worker needs to advance a job: a deletion by metadata or by filter, or a retention expiry. */
+export type DeletionJob =
+  | (JobBase & { kind: "metadata"; key: string; value: string })
+  | (JobBase & { kind: "expiry"; projects: ExpiringProject[] })
+  | (JobBase & { kind: "filter"; request: FilterRequestData });
 
 export interface DeletionCounts {
   sessions: number;

@@ -8,13 +8,15 @@ import { database, microsToIso, nowMicros } from "../db/client";
 import type { BatchItem } from "drizzle-orm/batch";
 import { type JobStatus, orgJobShards, orgJobs } from "../db/schema";
 import type { Env } from "../env";
-import type { DeletionCounts, DeletionJob, DeletionRequestData, ExpiryRequestData } from "./deletion-job-types";
+import type { DeletionCounts, DeletionJob, DeletionRequestData, ExpiryRequestData, FilterRequestData } from "./deletion-job-types";
 import { failShardPart, shardsOfOrganization } from "./job-parts";
 
 export const DELETE_BY_METADATA = "delete_by_metadata";
 /** Retention expiry (src/retention): created by the hourly cron, run by the same engine. */
 export const EXPIRE_RETENTION = "expire_retention";
-export const JOB_NAMES = [DELETE_BY_METADATA, EXPIRE_RETENTION] as const;
+/** Deletion by filter (src/delete-by-filter): one run's records matching a search filter. */
+export const DELETE_BY_FILTER = "delete_by_filter";
+export const JOB_NAMES = [DELETE_BY_METADATA, EXPIRE_RETENTION, DELETE_BY_FILTER] as const;
 
 /** Statuses in which a job still deletes; a completed or failed job never deletes again. */
 export const ACTIVE_STATUSES = ["queued", "running"] as const satisfies readonly JobStatus[];
@@ -40,7 +42,7 @@ export async function insertOrgJob(
     organizationId: string;
     createdBy: string;
     jobName: (typeof JOB_NAMES)[number];
-    request: DeletionRequestData | ExpiryRequestData;
+    request: DeletionRequestData | ExpiryRequestData | FilterRequestData;
     status: "queued" | "running";
     shards: readonly string[];
   },
@@ -121,6 +123,30 @@ function parseExpiryData(text: string): ExpiryRequestData | undefined {
   }
 }
 
+const ROOT_TYPES = ["session", "trace", "span"];
+
+function parseFilterData(text: string): FilterRequestData | undefined {
+  try {
+    const data = JSON.parse(text) as Partial<FilterRequestData>;
+    const valid =
+      typeof data.project_id === "string" &&
+      typeof data.run_id === "string" &&
+      ROOT_TYPES.includes(data.root_type ?? "") &&
+      typeof data.selection?.sql === "string" &&
+      typeof data.selection.parameter === "string" &&
+      (data.cost?.class === "indexed" || data.cost?.class === "scan");
+    return valid ? (data as FilterRequestData) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function parseJobRequest(jobName: string, text: string) {
+  if (jobName === EXPIRE_RETENTION) return parseExpiryData(text);
+  if (jobName === DELETE_BY_FILTER) return parseFilterData(text);
+  return parseRequestData(text);
+}
+
 /** The job a queue message names, or undefined when there is no such deletion job. */
 export async function deletionJobById(d1: D1Database, jobId: string): Promise<DeletionJob | undefined> {
   const [row] = await database(d1)
@@ -131,7 +157,7 @@ export async function deletionJobById(d1: D1Database, jobId: string): Promise<De
   if (!row) return undefined;
   const progress = { sessions: row.sessionsDeleted, traces: row.tracesDeleted, spans: row.spansDeleted };
   const base = { id: row.id, organizationId: row.organizationId, progress };
-  const request = row.jobName === EXPIRE_RETENTION ? parseExpiryData(row.requestData) : parseRequestData(row.requestData);
+  const request = parseJobRequest(row.jobName, row.requestData);
   if (!request) {
     await database(d1)
       .update(orgJobs)
@@ -140,6 +166,7 @@ export async function deletionJobById(d1: D1Database, jobId: string): Promise<De
     return { ...base, kind: "metadata", key: "", value: "", status: "failed" };
   }
   if ("projects" in request) return { ...base, kind: "expiry", projects: request.projects, status: row.status };
+  if ("selection" in request) return { ...base, kind: "filter", request, status: row.status };
   const { metadata_key: key, metadata_value: value } = request;
   return { ...base, kind: "metadata", key, value, status: row.status };
 }
@@ -174,6 +201,18 @@ function requestDataAnswer(row: OrgJobRow) {
     const request = parseExpiryData(row.requestData);
     return {
       projects: (request?.projects ?? []).map((p) => ({ project_id: p.project_id, retention_days: p.retention_days, cutoff: microsToIso(p.cutoff) })),
+    };
+  }
+  if (row.jobName === DELETE_BY_FILTER) {
+    // The compiled selection is the engine's business, not the client's.
+    const request = parseFilterData(row.requestData);
+    return {
+      project_id: request?.project_id ?? "",
+      run_id: request?.run_id ?? "",
+      root_type: request?.root_type ?? "trace",
+      filters: request?.filters ?? [],
+      filter_tree: request?.filter_tree ?? null,
+      immediate: request?.immediate ?? false,
     };
   }
   const request = parseRequestData(row.requestData);

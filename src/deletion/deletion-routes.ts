@@ -78,7 +78,7 @@ const listOrgJobs = createRoute({
 });
 
 /** The execution context's waitUntil where there is one (always, inside workerd). */
-function waitUntilOf(c: Context<AppEnv>): (work: Promise<unknown>) => void {
+export function waitUntilOf(c: Context<AppEnv>): (work: Promise<unknown>) => void {
   try {
     const ctx = c.executionCtx;
     return (work) => ctx.waitUntil(work);

@@ -58,13 +58,24 @@ const ExpiryRequestData = z
   })
   .openapi("ExpireRetentionRequestData");
 
+const FilterRequestData = z
+  .object({
+    project_id: z.string(),
+    run_id: z.string(),
+    root_type: z.enum(["session", "trace", "span"]),
+    filters: z.array(z.unknown()),
+    filter_tree: z.unknown(),
+    immediate: z.boolean(),
+  })
+  .openapi("DeleteByFilterRequestData");
+
 export const OrgJob = z
   .object({
     id: z.string().uuid(),
     organization_id: z.string(),
-    job_name: z.string().openapi({ example: "delete_by_metadata", description: "`delete_by_metadata` (a deletion request) or `expire_retention` (the hourly retention expiry)." }),
+    job_name: z.string().openapi({ example: "delete_by_metadata", description: "`delete_by_metadata` (a deletion request), `delete_by_filter` (a deletion of one run's records matching a filter) or `expire_retention` (the hourly retention expiry)." }),
     status: z.enum(JOB_STATUSES),
-    request_data: z.union([MetadataRequestData, ExpiryRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
+    request_data: z.union([MetadataRequestData, ExpiryRequestData, FilterRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
     error_message: z.string().nullable(),
     created_by: z.string().openapi({ description: "The user who submitted the job." }),
     created_at: z.string().openapi({ format: "date-time" }),

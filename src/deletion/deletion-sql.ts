@@ -131,7 +131,7 @@ SELECT project_id, id, ?8 FROM (
  * meets its first leaf within that many steps. Older data may hold deeper chains: the walk is
  * bounded by rows (LIMIT), not depth, so it still reaches their leaves when the chunk allows.
  */
-const MAX_SPAN_DEPTH = MAX_CHAIN_DEPTH;
+export const MAX_SPAN_DEPTH = MAX_CHAIN_DEPTH;
 
 /**
  * Spans matching on their own metadata, with the spans below them, leaves first: the subtrees
@@ -190,7 +190,7 @@ const GOING = `record_tombstones AS gt CROSS JOIN records AS g ON g.project_id =
  * Parents that lose their last child with this chunk: has_children goes back to 0. A parent
  * that goes too, or keeps a child that stays, is left alone. Runs before the DELETE it prepares.
  */
-const REFRESH_PARENTS = `
+export const REFRESH_PARENTS = `
 UPDATE records SET has_children = 0
 WHERE rid IN (
     SELECT p.rid FROM ${GOING.replace("WHERE", "CROSS JOIN records AS p ON p.project_id = g.project_id AND p.id = g.parent_id AND +p.run_id = g.run_id WHERE")}
@@ -204,10 +204,10 @@ WHERE rid IN (
   )`;
 
 /** Deletes the records of one family that this chunk tombstoned: ?1 stamp, ?2 organization, ?3 family. */
-const DELETE_GOING = `DELETE FROM records WHERE rid IN (SELECT g.rid FROM ${GOING} AND g.record_type = ?3)`;
+export const DELETE_GOING = `DELETE FROM records WHERE rid IN (SELECT g.rid FROM ${GOING} AND g.record_type = ?3)`;
 
 /** Held updates of the ids this chunk erased. */
-const FORGET_HELD_PATCHES = `
+export const FORGET_HELD_PATCHES = `
 DELETE FROM record_patches WHERE rowid IN (
   SELECT p.rowid FROM record_tombstones AS gt
   CROSS JOIN record_patches AS p ON p.record_id = gt.record_id AND p.project_id = gt.project_id

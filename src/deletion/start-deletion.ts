@@ -99,6 +99,20 @@ export async function deleteWithinRequest(
     request,
     status: "running",
   });
+  return continueWithinRequest(env, submitter.organizationId, jobId, waitUntil);
+}
+
+/**
+ * The immediate part of any deletion job already stored as `running` (by metadata, or by filter:
+ * src/delete-by-filter): the fallback message, then chunks within the request's budget, the rest
+ * handed to the queue.
+ */
+export async function continueWithinRequest(
+  env: Env,
+  organizationId: string,
+  jobId: string,
+  waitUntil: (work: Promise<unknown>) => void,
+): Promise<ImmediateOutcome> {
   await enqueueJob(env, jobId, [undefined], IMMEDIATE_FALLBACK_DELAY_SECONDS);
   const work = (async (): Promise<ImmediateOutcome> => {
     let unfinished: string[] = [];
@@ -109,7 +123,7 @@ export async function deleteWithinRequest(
       console.error(`deletion job ${jobId}: immediate deletion failed, continuing on the queue:`, error instanceof Error ? error.message : String(error));
       unfinished = await openParts(env, jobId);
     }
-    const row = await organizationJob(env.DB, submitter.organizationId, jobId);
+    const row = await organizationJob(env.DB, organizationId, jobId);
     const deleted = {
       sessions: row?.sessionsDeleted ?? 0,
       traces: row?.tracesDeleted ?? 0,

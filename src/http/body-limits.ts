@@ -54,6 +54,13 @@ const INGEST: Cap = { bytes: 10 * MiB, values: 300_000 };
  * by its own pre-scan (src/otlp/wire-counts.ts) against the same caps of OTLP_LIMITS.
  */
 const OTLP: Cap = { bytes: 10 * MiB, values: 500_000 };
+/**
+ * An annotation template: a choice tree may hold 50 choices a level over 10 levels of 255-character
+ * labels; real ones are a few KB. Ratings in bulk: up to 1,000 trace ids (37 KB) and 50
+ * operations, whose values are at most 100 tags each.
+ */
+const ANNOTATION: Cap = { bytes: 256 * KiB, values: 50_000 };
+const ANNOTATION_BULK: Cap = { bytes: 1 * MiB, values: 20_000 };
 
 const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /login", LOGIN],
@@ -78,10 +85,25 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/traces/count", SEARCH],
   ["POST /v2/projects/{project_id}/spans/count", SEARCH],
   ["POST /v2/projects/{project_id}/sessions/count", SEARCH],
+  // Metrics take the search's filters (and up to 100 metric details).
+  ["POST /v2/projects/{project_id}/metrics/search", SEARCH],
+  ["POST /v2/projects/{project_id}/metrics/custom_search", SEARCH],
   ["POST /v2/projects/{project_id}/traces/available_columns", SMALL],
   ["POST /v2/projects/{project_id}/spans/available_columns", SMALL],
   ["POST /v2/projects/{project_id}/sessions/available_columns", SMALL],
   ["POST /v2/org-jobs/delete-by-metadata", SMALL],
+  // The search's body (filters), so the search's cap.
+  ["POST /v2/projects/{project_id}/traces/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/spans/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/sessions/delete", SEARCH],
+  ["POST /v2/projects/{project_id}/export_records", SEARCH],
+  ["PUT /v2/models/{model_name}/price_overrides", SMALL],
+  ["POST /v2/projects/{project_id}/annotation/templates", ANNOTATION],
+  ["PATCH /v2/projects/{project_id}/annotation/templates/{template_id}", SMALL],
+  ["POST /v2/projects/{project_id}/annotation/templates/reorder", SMALL],
+  ["PUT /v2/projects/{project_id}/annotation/templates/{template_id}/records/{record_id}/rating", SMALL],
+  ["PUT /v2/projects/{project_id}/annotation/templates/{template_id}/traces/{trace_id}/rating", SMALL],
+  ["POST /v2/projects/{project_id}/annotation/ratings", ANNOTATION_BULK],
   // OTLP reads its own bodies (src/otlp/read-body.ts: gzip inflated, counted after inflation)
   // with this cap (test/body-limits.test.ts keeps OTLP_LIMITS.maxBodyBytes equal to it).
   ["POST /otel/v1/traces", OTLP],

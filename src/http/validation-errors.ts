@@ -153,7 +153,8 @@ function describe(issue: Issue, input: unknown): Omit<ValidationErrorItem, "loc"
     }
     case "invalid_union": {
       if (issue.discriminator !== undefined) {
-        const tag = valueAt(input, [issue.discriminator]);
+        // zod reports the tag's own path when the tag is there but unknown; the object's otherwise.
+        const tag = issue.path[issue.path.length - 1] === issue.discriminator ? input : valueAt(input, [issue.discriminator]);
         const expectedTags = quoteList((issue as { options?: unknown[] }).options ?? []);
         if (tag === MISSING || tag === undefined) {
           return { type: "union_tag_not_found", msg: `Unable to extract tag using discriminator '${issue.discriminator}'`, ctx: { discriminator: `'${issue.discriminator}'` } };

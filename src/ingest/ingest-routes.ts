@@ -9,6 +9,7 @@ import { type RunSelector, refineRunSelector, runSelectorOf } from "../projects/
 import { CreateSessionRequest, IngestResponse, IngestTracesRequest, refineRecordCount } from "./ingest-schemas";
 import { type IngestContext, type RecordBatch, sessionRows, traceRows } from "./record-rows";
 import { linkStoredSpansStatements } from "./streaming-links";
+import { priceBookFor } from "../pricing/price-overrides";
 import { heldPatchStatements } from "./streaming-patches";
 import { onProjectShard } from "../shards/project-shard";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
@@ -68,8 +69,11 @@ export async function ingestInto(
   defaults: Pick<IngestContext, "sessionId" | "isComplete"> = { sessionId: null, isComplete: null },
 ) {
   const principal = c.get("principal");
-  const run = await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
-  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), ...defaults });
+  const [run, prices] = await Promise.all([
+    ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
+    priceBookFor(c.env.DB, principal.organizationId),
+  ]);
+  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), prices, ...defaults });
   // Streaming clients may have sent spans of these traces, or updates of these records, before
   // the records themselves: link the spans first (streaming-links.ts), apply the held updates
   // last (streaming-patches.ts). Both are no-ops for a batch nobody streamed ahead of.

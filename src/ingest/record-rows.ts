@@ -7,6 +7,8 @@ import { METRIC_COLUMN_PREFIX } from "../columns/metric-catalogue";
 import { RequestValidationError } from "../http/errors";
 import type { ValidationErrorItem } from "../http/validation-errors";
 import type { IngestSpan, IngestTrace } from "./ingest-schemas";
+import { callCost, type PriceBook } from "../pricing/price-lookup";
+import { DERIVED_COST_BIT } from "./derived-metrics";
 import { RECORD_LIMITS, utf8Bytes } from "./record-limits";
 import { isoToMicros } from "./timestamps";
 
@@ -58,6 +60,8 @@ export interface RecordRow {
   evaluator_name: string | null;
   selector_path: string | null;
   previous_session_id: string | null;
+  /** Bits of `metrics` the service derived (derived-metrics.ts): here, an llm span's computed cost. */
+  derived_metrics: number;
 }
 
 /** Every column of `records` that ingestion writes, in one fixed order. */
@@ -68,7 +72,7 @@ export const RECORD_COLUMNS = [
   "is_complete", "step_number", "error_message", "progress_message", "user_metadata", "tags", "metrics",
   "metric_info", "feedback_rating_info", "model", "temperature", "finish_reason", "tools", "events",
   "tool_call_id", "agent_type", "control_id", "agent_name", "check_stage", "applies_to", "evaluator_name",
-  "selector_path", "previous_session_id",
+  "selector_path", "previous_session_id", "derived_metrics",
 ] as const satisfies readonly (keyof RecordRow)[];
 
 export interface RecordBatch {
@@ -93,6 +97,8 @@ export interface IngestContext {
   /** The request's `is_complete`, for records that say nothing. */
   isComplete: boolean | null;
   nowMicros: number;
+  /** Prices of the writing organization: an llm span without a cost gets one (contract, section 9). */
+  prices: PriceBook;
 }
 
 type Content = IngestTrace["input"];
@@ -162,6 +168,10 @@ class BatchBuilder {
   private readonly faults: ValidationErrorItem[] = [];
 
   constructor(private readonly ctx: IngestContext) {}
+
+  get prices(): PriceBook {
+    return this.ctx.prices;
+  }
 
   /**
    * The batch, or a 422 listing every fault found while building it: an id used by two records
@@ -266,6 +276,7 @@ class BatchBuilder {
       evaluator_name: null,
       selector_path: null,
       previous_session_id: null,
+      derived_metrics: 0,
     };
   }
 
@@ -307,6 +318,22 @@ function spanKindFields(span: IngestSpan): Partial<RecordRow> {
   };
 }
 
+/**
+ * An llm span that names its model and both token counts but no cost gets the cost of its
+ * model's price, marked as derived; a span whose model has no price gets none. A write that
+ * lacks one of the three leaves the cost alone (a later write that completes them computes it).
+ */
+function withComputedCost(row: RecordRow, metrics: Record<string, number>, prices: PriceBook): void {
+  const input = metrics.num_input_tokens;
+  const output = metrics.num_output_tokens;
+  if (row.model === null || input === undefined || output === undefined || metrics.cost !== undefined) return;
+  const price = prices(row.model);
+  if (price === null) return;
+  metrics.cost = callCost(price, input, output);
+  row.metrics = JSON.stringify(metrics);
+  row.derived_metrics |= DERIVED_COST_BIT;
+}
+
 /** Rows of one span and, depth first, of all the spans nested in it. */
 function addSpan(
   builder: BatchBuilder,
@@ -324,8 +351,10 @@ function addSpan(
     ...builder.baseRow("span", span.type, span, { id, session_id: sessionId, trace_id: traceId, parent_id: parent.id }, createdAt),
     ...spanKindFields(span),
   };
+  const metrics = metricsOf(span.metrics);
+  if (span.type === "llm") withComputedCost(row, metrics, builder.prices);
   builder.markParent(parent.id, parent.family);
-  builder.add(path, row, metricsOf(span.metrics));
+  builder.add(path, row, metrics);
   (span.spans ?? []).forEach((child, i) => addSpan(builder, [...path, "spans", i], child, { id, family: "span" }, traceId, sessionId, createdAt));
 }
 

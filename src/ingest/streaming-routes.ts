@@ -28,6 +28,7 @@ import {
   UpdateTraceResponse,
 } from "./streaming-schemas";
 import { onProjectShard } from "../shards/project-shard";
+import { priceBookFor } from "../pricing/price-overrides";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 
 const SpansBody = IngestSpansRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("spans"));
@@ -138,7 +139,10 @@ export function registerStreamingIngest(app: Router): void {
     const body = c.req.valid("json");
     const selector = runSelectorOf(body);
     const principal = c.get("principal");
-    const run = await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
+    const [run, prices] = await Promise.all([
+      ownedRunWithProject(database(c.env.DB), principal, project_id, selector),
+      priceBookFor(c.env.DB, principal.organizationId),
+    ]);
     // Until the trace is known, its spans are not complete (and have no session).
     const batch = spanRows(body.spans, { traceId: body.trace_id, parentId: body.parent_id }, {
       organizationId: principal.organizationId,
@@ -147,6 +151,7 @@ export function registerStreamingIngest(app: Router): void {
       sessionId: null,
       isComplete: false,
       nowMicros: nowMicros(),
+      prices,
     });
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };

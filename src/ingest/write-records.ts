@@ -25,6 +25,7 @@ import { RequestValidationError } from "../http/errors";
 import type { RunWithProject } from "../projects/run-access";
 import { copyRunStatement, registerProjectStatement } from "../shards/shard-membership";
 import { RECORD_COLUMNS, type RecordBatch } from "./record-rows";
+import { derivedAwareMerge } from "./derived-metrics";
 import { RECORD_LIMITS, utf8Bytes } from "./record-limits";
 import { rebuildSideRows } from "./side-rows";
 import { TOMBSTONED } from "./tombstones";
@@ -68,6 +69,8 @@ const mergeObject = (col: string) =>
   `CASE WHEN excluded.${col} IS NULL THEN records.${col} WHEN records.${col} IS NULL THEN excluded.${col}
         WHEN ${NOT_OLDER} THEN json_patch(records.${col}, excluded.${col}) ELSE json_patch(excluded.${col}, records.${col}) END`;
 
+const DERIVED_MERGE = derivedAwareMerge(mergeObject("metrics"), NOT_OLDER);
+
 /** How each updatable column merges; the rest take `mergeValue(col)`. */
 const MERGE: Partial<Record<(typeof RECORD_COLUMNS)[number], string>> = {
   // Ownership: the guard trigger aborts if any of these would change.
@@ -86,7 +89,9 @@ const MERGE: Partial<Record<(typeof RECORD_COLUMNS)[number], string>> = {
   input_is_json: `CASE WHEN excluded.input IS NOT NULL AND (records.input IS NULL OR ${NOT_OLDER}) THEN excluded.input_is_json ELSE records.input_is_json END`,
   output_is_json: `CASE WHEN excluded.output IS NOT NULL AND (records.output IS NULL OR ${NOT_OLDER}) THEN excluded.output_is_json ELSE records.output_is_json END`,
   user_metadata: mergeObject("user_metadata"),
-  metrics: mergeObject("metrics"),
+  // Cost and tokens the service derived give way to the client's (derived-metrics.ts).
+  metrics: DERIVED_MERGE.metrics,
+  derived_metrics: DERIVED_MERGE.derivedMetrics,
   metric_info: mergeObject("metric_info"),
   is_complete: "max(records.is_complete, excluded.is_complete)",
   updated_at: "CASE WHEN records.updated_at IS NULL THEN excluded.updated_at ELSE max(records.updated_at, coalesce(excluded.updated_at, 0)) END",

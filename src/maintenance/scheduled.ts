@@ -1,27 +1,37 @@
 /**
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
- * (purge-expired.ts), records each shard's size in the catalog (placement reads it), and queues
+ * (purge-expired.ts), backfills roll-ups of records older than their triggers (backfill-rollups.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
  * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (README, "Scheduled maintenance").
  */
+import { purgeDeletedTemplates } from "../annotations/template-deletion";
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { measureShardSizes } from "../shards/shard-sizes";
 import { scheduleExpiry } from "../retention/schedule-expiry";
+import { backfillRollups } from "./backfill-rollups";
 import { purgeExpired } from "./purge-expired";
 
 export async function runScheduledMaintenance(env: Env, scheduledTime: number = Date.now()): Promise<void> {
   const now = Math.min(nowMicros(), scheduledTime * 1000);
   for (const shard of allRecordDatabases(env)) {
     try {
-      const outcome = await purgeExpired(shardDatabase(env, shard), now);
+      const db = shardDatabase(env, shard);
+      const outcome = await purgeExpired(db, now);
       if (outcome.patches > 0 || outcome.tombstones > 0 || !outcome.complete) {
         console.log(
           `maintenance on ${shard}: purged ${outcome.patches} expired held updates and ${outcome.tombstones} expired tombstones${outcome.complete ? "" : "; more remain for the next run"}`,
         );
+      }
+      const backfill = await backfillRollups(db);
+      if (backfill.windows > 0) console.log(`maintenance on ${shard}: roll-up backfill ran ${backfill.windows} windows${backfill.complete ? ", done" : "; more remain for the next run"}`);
+      // Deleted annotation templates whose ratings a request could not all remove.
+      const templates = await purgeDeletedTemplates(db);
+      if (templates.templates > 0 || !templates.complete) {
+        console.log(`maintenance on ${shard}: finished deleting ${templates.templates} annotation template(s)${templates.complete ? "" : "; more remain for the next run"}`);
       }
     } catch (error) {
       // One database down must not keep the others from their maintenance.

@@ -25,6 +25,7 @@ import { OtlpError, type OtlpStatus } from "./otlp-errors";
 import { destinationOf, resolveDestination } from "./otlp-destination";
 import { planExport } from "./plan-export";
 import { contentEncodingOf, readBody } from "./read-body";
+import { priceBookFor } from "../pricing/price-overrides";
 import { writeExport } from "./write-export";
 
 export const OTLP_PATHS = ["/otel/v1/traces", "/otel/traces"] as const;
@@ -71,9 +72,9 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
 
   const principal = c.get("principal");
   const now = nowMicros();
-  const run = await resolveDestination(c.env, principal, target);
+  const [run, prices] = await Promise.all([resolveDestination(c.env, principal, target), priceBookFor(c.env.DB, principal.organizationId)]);
   const plan = await planExport(request, run.runId, now);
-  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now));
+  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now, prices));
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
 }

@@ -30,6 +30,7 @@ import { earlierTraceStartStatements } from "../ingest/trace-start";
 import { isoToMicros } from "../ingest/timestamps";
 import { PARENT_CHAIN_MESSAGE, PARENT_CHAIN_REFUSAL } from "../ingest/write-guards";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "../ingest/write-records";
+import type { PriceBook } from "../pricing/price-lookup";
 import type { RunWithProject } from "../projects/run-access";
 import type { TracePlan } from "./plan-export";
 
@@ -109,8 +110,10 @@ export async function writeExport(
   run: RunWithProject,
   traces: TracePlan[],
   nowMicros: number,
+  prices: PriceBook,
 ): Promise<WriteOutcome> {
   const ctx: IngestContext = {
+    prices,
     organizationId: principal.organizationId,
     projectId: run.projectId,
     runId: run.runId,

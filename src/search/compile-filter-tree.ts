@@ -13,7 +13,7 @@
  * ASCII letters only.
  */
 import { type SQL, sql } from "drizzle-orm";
-import type { ColumnRef } from "./search-columns";
+import type { AnnotationColumnRef, ColumnRef } from "./search-columns";
 import type { CompareOperator, FilterLeaf, FilterNode } from "./search-query";
 import type { SqlParamPack } from "./sql-param-pack";
 import { from, leafMetadata, leafTags, r, RECORD_METRIC_VALUE, recordColumn, recordMetricRows } from "./search-tables";
@@ -96,7 +96,61 @@ function tagsLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
   }
 }
 
-function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "never" }>, pack: SqlParamPack): SQL {
+/** The rating rows of the record on one template (the ratings' primary key: record, template). */
+export function ratingRows(templateId: string, pack: SqlParamPack, alias = "la"): SQL {
+  return sql`SELECT 1 FROM "annotation_ratings" AS ${sql.identifier(alias)} WHERE ${sql.identifier(alias)}."record_rid" = ${r.rid} AND ${sql.identifier(alias)}."template_id" = ${pack.value(templateId)}`;
+}
+
+/**
+ * "At least one rating satisfies the leaf" (contract section 8): like_dislike, star and score
+ * compare the rating's number; choice, tree_choice and text its string; tags test the rating's
+ * list like the record tags are tested (contains, has any of, has none of, equals). A record
+ * without a rating on the template matches no leaf.
+ */
+function annotationLeaf(column: AnnotationColumnRef, leaf: Exclude<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
+  const rows = ratingRows(column.templateId, pack);
+  switch (column.filterType) {
+    case "boolean":
+    case "number":
+      return sql`EXISTS (${rows} AND "la"."num_value" IS NOT NULL AND ${valueTest(sql.raw(`"la"."num_value"`), leaf, pack)})`;
+    case "collection": {
+      const element = sql.raw(`"lv"."value"`);
+      const values = sql.raw(`json_each("la"."value") AS "lv"`);
+      switch (leaf.kind) {
+        case "contains":
+          return sql`EXISTS (${rows} AND EXISTS (SELECT 1 FROM ${values} WHERE ${folded(element, leaf.caseSensitive)} = ${folded(pack.value(leaf.value), leaf.caseSensitive)}))`;
+        case "in": {
+          const test = inList(element, false, pack.list(leaf.values), leaf.caseSensitive);
+          return sql`EXISTS (${rows} AND ${sql.raw(leaf.negated ? "NOT EXISTS" : "EXISTS")} (SELECT 1 FROM ${values} WHERE ${test}))`;
+        }
+        case "tags_equal": {
+          const list = pack.list(leaf.values);
+          return sql`EXISTS (${rows} AND (SELECT count(DISTINCT ${folded(element, leaf.caseSensitive)}) FROM ${values}) = (SELECT count(DISTINCT ${listElement(leaf.caseSensitive)}) FROM json_each(${list}) AS "je") AND NOT EXISTS (SELECT 1 FROM ${values} WHERE ${inList(element, true, list, leaf.caseSensitive)}))`;
+        }
+        default:
+          throw new Error(`leaf ${leaf.kind} does not apply to a tags template`);
+      }
+    }
+    default:
+      return sql`EXISTS (${rows} AND ${valueTest(sql.raw(`json_extract("la"."value", '$')`), leaf, pack)})`;
+  }
+}
+
+/**
+ * Rated on every live template of the project (by each of the users, or by anyone): no live
+ * template lacks such a rating, and there is at least one template.
+ */
+function fullyAnnotatedLeaf(leaf: Extract<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
+  if (leaf.projectId === undefined) throw new Error("fully_annotated leaf without its project (bindAnnotationColumns)");
+  const project = pack.value(leaf.projectId);
+  const templates = sql`"annotation_templates" AS "fat" WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL`;
+  const users = leaf.userIds ? sql`, json_each(${pack.list(leaf.userIds)}) AS "fau"` : sql``;
+  const byUser = leaf.userIds ? sql` AND "faa"."annotator_id" = "fau"."value"` : sql``;
+  const missing = sql`SELECT 1 FROM "annotation_templates" AS "fat"${users} WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL AND NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "faa" WHERE "faa"."record_rid" = ${r.rid} AND "faa"."template_id" = "fat"."id"${byUser})`;
+  return sql`(EXISTS (SELECT 1 FROM ${templates}) AND NOT EXISTS (${missing}))`;
+}
+
+function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
   const { column } = leaf;
   switch (column.kind) {
     case "standard":
@@ -105,6 +159,8 @@ function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "never" }>, pack: SqlParam
       return sql`EXISTS (${recordMetricRows(pack.value(column.name))} AND ${valueTest(RECORD_METRIC_VALUE, leaf, pack)})`;
     case "user_metadata":
       return sql`EXISTS (SELECT 1 FROM ${from(leafMetadata)} WHERE ${leafMetadata.recordRid} = ${r.rid} AND ${leafMetadata.key} = ${pack.value(column.key)} AND ${valueTest(leafMetadata.value, leaf, pack)})`;
+    case "annotation":
+      return annotationLeaf(column, leaf, pack);
     case "dataset_metadata":
       // A NULL entry text makes every test NULL, so the row does not satisfy the EXISTS.
       return sql`EXISTS (SELECT 1 FROM json_each(${r.datasetMetadata}) AS "lj" WHERE "lj"."key" = ${pack.value(column.key)} AND ${valueTest(DATASET_ENTRY_TEXT, leaf, pack)})`;
@@ -112,7 +168,7 @@ function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "never" }>, pack: SqlParam
 }
 
 function compileLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
-  return leaf.kind === "never" ? sql.raw("0") : columnLeaf(leaf, pack);
+  return leaf.kind === "fully_annotated" ? fullyAnnotatedLeaf(leaf, pack) : columnLeaf(leaf, pack);
 }
 
 /** The filter as a 0/1 expression over `r`. An empty AND is 1, an empty OR is 0. */

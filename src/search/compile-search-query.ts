@@ -33,6 +33,7 @@ import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
 import { TEXT_CANDIDATES_READ_ALL, type TextDriver, textCandidates, textDriverOf } from "./text-driver";
+import { RATINGS_COLUMN, ratingsJsonSql } from "../annotations/record-feedback";
 
 export interface SearchScope {
   organizationId: string;
@@ -122,6 +123,16 @@ function sortExpression(column: ColumnRef, pack: SqlParamPack): { expression: SQ
       };
     case "metric":
       throw new Error("metric sorts use the metric plan");
+    case "annotation": {
+      // The aggregate (contract section 8): the like share or the average for the types with a
+      // number, the number of ratings otherwise; NULL (sorted last) for a record without rating.
+      const numeric = column.annotationType === "like_dislike" || column.annotationType === "star" || column.annotationType === "score";
+      const aggregate = sql.raw(numeric ? `avg("sa"."num_value")` : `nullif(count(*), 0)`);
+      return {
+        expression: sql`(SELECT ${aggregate} FROM "annotation_ratings" AS "sa" WHERE "sa"."record_rid" = ${r.rid} AND "sa"."template_id" = ${pack.value(column.templateId)})`,
+        nullable: true,
+      };
+    }
   }
 }
 
@@ -179,7 +190,7 @@ export interface SideDriver {
 function sideDriverOf(conjuncts: readonly FilterNode[]): SideDriver | undefined {
   for (const conjunct of conjuncts) {
     const leaf = leafOf(conjunct);
-    if (!leaf || leaf.kind === "never" || leaf.kind === "tags_equal" || leaf.kind === "between") continue;
+    if (!leaf || leaf.kind === "fully_annotated" || leaf.kind === "tags_equal" || leaf.kind === "between") continue;
     if (leaf.kind === "compare" && leaf.operator === "eq" && leaf.caseSensitive && leaf.column.kind === "user_metadata") return { conjunct, leaf };
     if (leaf.kind === "contains" && leaf.caseSensitive && isColumn(leaf.column, "tags")) return { conjunct, leaf };
   }
@@ -235,7 +246,7 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   // proves the record has the metric, so the arm of records without it is then empty.
   const onMetric = (node: FilterNode) => {
     const leaf = leafOf(node);
-    return leaf !== undefined && leaf.kind !== "never" && leaf.column.kind === "metric" && leaf.column.name === name;
+    return leaf !== undefined && leaf.kind !== "fully_annotated" && leaf.column.kind === "metric" && leaf.column.name === name;
   };
   const ranges = conjuncts.filter(onMetric).map((node) => sql` AND ${valueTest(driverMetrics.value, leafOf(node)!, pack)}`);
   const rest = residual(conjuncts.filter((c) => !onMetric(c)), pack);
@@ -370,7 +381,10 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope, optio
   // buffering copied every page's text twice more and cost 2.5 ms against 1.3 ms this way
   // (first page at 1,000,000 records). The stored columns are then read by rowid.
   const budgeted = sql`SELECT *, sum("_row_bytes") OVER (ORDER BY ${order("arms")} ROWS UNBOUNDED PRECEDING) AS "_bytes_through", count(*) OVER () AS "_rows_read" FROM (${inner}) AS "arms"`;
-  const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
+  // The record's ratings with live templates (served by the ratings' primary key), for the
+  // feedback fields (src/annotations/record-feedback.ts).
+  const ratings = query.projection.feedback ? sql.raw(`, ${ratingsJsonSql(`"page"."rid"`)} AS "${RATINGS_COLUMN}"`) : sql``;
+  const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}${ratings}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
   const compiled: CompiledSearch = { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
   if (candidates) {
     // Rendered after the page so that both share the one parameter (the pack is complete).

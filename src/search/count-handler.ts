@@ -10,6 +10,7 @@ import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { runSelectorOf } from "../projects/run-selector";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
+import { bindAnnotationColumns } from "./bind-annotation-columns";
 import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
 import { COUNT_CAP, countRoute } from "./count-routes";
 import { normalizeSearchRequest } from "./normalize-search-request";
@@ -42,6 +43,7 @@ export function registerCounts(app: Router): void {
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
       // One round trip to the project's shard, as a search (run-search.ts).
       const count = (options: CompileOptions) => onProjectShard(c, project_id, "read", async ({ db, route }) => {
+        await bindAnnotationColumns(db, project_id, query);
         // Expired records are not counted, as they are not shown (retention-window.ts).
         const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
           organizationId: principal.organizationId,

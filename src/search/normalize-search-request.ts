@@ -7,7 +7,7 @@
  * The filter tree is measured (depth, node count) by an iterative walk before anything recurses
  * into it, so no request can exhaust the stack.
  */
-import type { RecordFamily } from "../columns/standard-columns";
+import type { FilterType, RecordFamily } from "../columns/standard-columns";
 import { RequestValidationError } from "../http/errors";
 import type { ValidationErrorItem } from "../http/validation-errors";
 import { isoToMicros } from "../ingest/timestamps";
@@ -20,6 +20,9 @@ import type { SearchRequestBody } from "./search-schemas";
 export type SearchMode = "partial" | "full";
 
 type Loc = (string | number)[];
+
+/** The leaf types an annotation column can take, by template type (contract section 8). */
+const ANNOTATION_FILTER_TYPES = new Set(["boolean", "number", "collection", "text"]);
 
 const NODE_KEYS = ["and", "or", "not", "filter"] as const;
 
@@ -268,10 +271,9 @@ class TreeParser {
       );
     }
     if (type === "fully_annotated") {
-      if (value.user_ids !== undefined && value.user_ids !== null) {
-        this.values.list(value.user_ids, [...loc, "user_ids"], (v, l) => this.values.uuid(v, l), false);
-      }
-      return { kind: "never" };
+      if (value.user_ids === undefined || value.user_ids === null) return { kind: "fully_annotated", userIds: null };
+      const userIds = this.values.list(value.user_ids, [...loc, "user_ids"], (v, l) => this.values.uuid(v, l), false);
+      return userIds === undefined ? undefined : { kind: "fully_annotated", userIds: userIds.length === 0 ? null : userIds };
     }
 
     const columnKey = value.column_id !== undefined && value.column_id !== null ? "column_id" : value.name !== undefined && value.name !== null ? "name" : undefined;
@@ -280,7 +282,16 @@ class TreeParser {
     if (typeof columnId !== "string") return issues.add([...loc, columnKey], "string_type", "Input should be a valid string", columnId);
     const resolved = resolveColumn(columnId, this.family);
     if (!resolved.ok) return issues.valueError([...loc, columnKey], resolved.message, columnId);
-    const column = resolved.ref;
+    let column = resolved.ref;
+    if (column.kind === "annotation") {
+      // The leaf says which of the template's filter types it is; the template is checked
+      // against it on the project's shard (bindAnnotationColumns).
+      if (type === undefined) return issues.missing([...loc, "type"], value);
+      if (!ANNOTATION_FILTER_TYPES.has(type)) {
+        return issues.valueError([...loc, "type"], `an annotation column takes a boolean, number, collection or text filter, not a ${type} filter`, type);
+      }
+      column = { ...column, filterType: type as FilterType, loc };
+    }
     const filterType = filterTypeOf(column);
     if (type !== undefined && type !== filterType) {
       return issues.valueError([...loc, "type"], `column '${columnId}' takes a ${filterType} filter, not a ${type} filter`, type);
@@ -359,6 +370,17 @@ function normalizeFilter(body: SearchRequestBody, family: RecordFamily, issues: 
   return { kind: "and", children };
 }
 
+/**
+ * The filters alone (`filters` and `filter_tree`), for other readers of a run than the search
+ * (src/analytics): the same leaves, limits and 422s.
+ */
+export function normalizeFilters(body: Pick<SearchRequestBody, "filters" | "filter_tree">, family: RecordFamily): FilterNode {
+  const issues = new Issues();
+  const filter = normalizeFilter(body as SearchRequestBody, family, issues);
+  if (issues.items.length > 0) throw new RequestValidationError(issues.items);
+  return filter;
+}
+
 // ---- sort, projection, pagination ----------------------------------------------------------------
 
 function normalizeSort(sort: SearchRequestBody["sort"], family: RecordFamily, issues: Issues): SortSpec | null {
@@ -369,6 +391,8 @@ function normalizeSort(sort: SearchRequestBody["sort"], family: RecordFamily, is
   const resolved = resolveColumn(columnId, family);
   if (!resolved.ok) return issues.valueError(["body", "sort", key], resolved.message, columnId) ?? null;
   if (!isSortable(resolved.ref)) return issues.valueError(["body", "sort", key], `column '${columnId}' is not sortable`, columnId) ?? null;
+  // Where to point if the template turns out not to exist (bindAnnotationColumns).
+  if (resolved.ref.kind === "annotation") resolved.ref.loc = ["body", "sort"];
   return { column: resolved.ref, ascending: sort.ascending ?? true };
 }
 

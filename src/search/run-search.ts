@@ -5,6 +5,8 @@ import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import type { RunSelector } from "../projects/run-selector";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
+import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
+import { bindAnnotationColumns } from "./bind-annotation-columns";
 import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
@@ -30,18 +32,23 @@ export async function runSearch(
   const principal = c.get("principal");
   const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
   return onProjectShard(c, projectId, "read", async ({ db, route }) => {
+    await bindAnnotationColumns(db, projectId, query);
     const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
       organizationId: principal.organizationId,
       projectId,
       runId: selector.runId,
       runKind: selector.kind,
     }, options);
-    const [state, owned, rows, candidates] = await db.batch<StoredRow>([
+    const feedback = query.projection.feedback;
+    const [state, owned, rows, ...optional] = await db.batch<StoredRow>([
       projectStateStatement(db, projectId),
       db.prepare(ownership.sql).bind(...ownership.params),
       db.prepare(page.sql).bind(...page.params),
+      ...(feedback ? [feedbackTemplatesStatement(db, projectId)] : []),
       ...(page.candidateCount ? [db.prepare(page.candidateCount.sql).bind(...page.candidateCount.params)] : []),
     ]);
+    const templates = feedback ? optional.shift() : undefined;
+    const candidates = page.candidateCount ? optional.shift() : undefined;
     if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
     throwOnCandidateOverflow(candidates, options);
     if ((owned?.results.length ?? 0) === 0) {
@@ -50,7 +57,9 @@ export async function runSearch(
       await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
       return pageResponse([], query);
     }
-    return pageResponse((rows?.results ?? []) as StoredRow[], query);
+    const response = pageResponse((rows?.results ?? []) as StoredRow[], query);
+    if (feedback) withFeedback(response.records, (rows?.results ?? []) as StoredRow[], templates, principal.userId);
+    return response;
   });
 }
 

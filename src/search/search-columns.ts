@@ -15,6 +15,7 @@ import {
   type StandardColumn,
   STANDARD_COLUMNS_BY_ID,
 } from "../columns/standard-columns";
+import type { AnnotationType } from "../db/schema";
 import { records } from "../db/schema";
 import { SEARCH_LIMITS } from "./search-limits";
 
@@ -22,7 +23,26 @@ export type ColumnRef =
   | { kind: "standard"; id: string; column: StandardColumn; storage: string; nullable: boolean }
   | { kind: "metric"; id: string; name: string }
   | { kind: "user_metadata"; id: string; key: string }
-  | { kind: "dataset_metadata"; id: string; key: string };
+  | { kind: "dataset_metadata"; id: string; key: string }
+  | AnnotationColumnRef;
+
+/**
+ * `annotations/<template_id>` (contract section 8, "Search and columns"): the template's type is
+ * known only on the project's shard, so normalisation records the leaf's own filter type and
+ * where the leaf is (`loc`), and the search fills `annotationType` from the template before
+ * compiling (bindAnnotationColumns), refusing a leaf that does not fit the template.
+ */
+export interface AnnotationColumnRef {
+  kind: "annotation";
+  id: string;
+  templateId: string;
+  filterType?: FilterType;
+  loc?: (string | number)[];
+  annotationType?: AnnotationType;
+}
+
+export const ANNOTATION_COLUMN_PREFIX = "annotations/";
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A record field selected by name that is not a search column (see SELECTABLE_FIELDS). */
 export type FieldRef = { kind: "field"; id: string };
@@ -72,6 +92,11 @@ export function resolveColumn(id: string, family: RecordFamily): ColumnResolutio
   if (id.startsWith(METRIC_COLUMN_PREFIX)) {
     const name = keyed(METRIC_COLUMN_PREFIX, id, "metric");
     return name.ok ? { ok: true, ref: { kind: "metric", id, name: name.key } } : name;
+  }
+  if (id.startsWith(ANNOTATION_COLUMN_PREFIX)) {
+    const templateId = id.slice(ANNOTATION_COLUMN_PREFIX.length);
+    if (!UUID_PATTERN.test(templateId)) return { ok: false, reason: "unknown", message: `column '${id.slice(0, 80)}' names no annotation template (a UUID)` };
+    return { ok: true, ref: { kind: "annotation", id, templateId: templateId.toLowerCase() } };
   }
   if (id.startsWith(USER_METADATA_PREFIX)) {
     const key = keyed(USER_METADATA_PREFIX, id, "metadata key");
@@ -124,6 +149,8 @@ export function filterTypeOf(ref: ColumnRef): FilterType {
       return ref.column.filter_type;
     case "metric":
       return "number";
+    case "annotation":
+      return ref.filterType ?? "text";
     default:
       return "text";
   }

@@ -78,18 +78,18 @@ function isKeyLookup(leaf: FilterLeaf): boolean {
   return lookup && leaf.caseSensitive && isStandard(leaf.column, ...KEY_COLUMNS);
 }
 
-const isCreatedAtRange = (leaf: FilterLeaf) => leaf.kind !== "never" && isRange(leaf) && isStandard(leaf.column, "created_at");
+const isCreatedAtRange = (leaf: FilterLeaf) => leaf.kind !== "fully_annotated" && isRange(leaf) && isStandard(leaf.column, "created_at");
 
 /** The top-level leaves the statement's driving index narrows (see the module comment). */
 function narrowingLeaves(query: SearchQuery, path: AccessPath): Set<FilterLeaf> {
   const top = conjunctsOf(query.filter).flatMap((node) => (node.kind === "leaf" ? [node.leaf] : []));
   switch (path.kind) {
     case "metric":
-      return new Set(top.filter((leaf) => leaf.kind !== "never" && leaf.column.kind === "metric" && leaf.column.name === path.name && isRange(leaf)));
+      return new Set(top.filter((leaf) => leaf.kind !== "fully_annotated" && leaf.column.kind === "metric" && leaf.column.name === path.name && isRange(leaf)));
     case "side":
       return new Set([path.driver.leaf, ...top.filter(isCreatedAtRange)]);
     case "records": {
-      const key = top.find(isKeyLookup) as Exclude<FilterLeaf, { kind: "never" }> | undefined;
+      const key = top.find(isKeyLookup) as Exclude<FilterLeaf, { kind: "fully_annotated" }> | undefined;
       // A key lookup bounds the statement by that key's records: every other leaf, wherever it
       // sits, is checked on those rows only. (Under a sort by id only the id index serves.)
       if (key && (path.nativeOrder || isStandard(key.column, "id"))) return new Set(leavesWithContext(query.filter).map(({ leaf }) => leaf));
@@ -106,7 +106,8 @@ function narrowingLeaves(query: SearchQuery, path: AccessPath): Set<FilterLeaf> 
 }
 
 function leafReason(leaf: FilterLeaf, underOrNot: boolean, narrowing: Set<FilterLeaf>): string | undefined {
-  if (leaf.kind === "never") return undefined;
+  // Every record's ratings are read to decide it (docs/annotations.md): a scan unless a key lookup bounds the rows.
+  if (leaf.kind === "fully_annotated") return narrowing.has(leaf) ? undefined : "fully_annotated reads every record's ratings";
   const { id } = leaf.column;
   if (leaf.kind === "contains" && !isStandard(leaf.column, "tags")) return `substring match on ${id}`;
   if (leaf.kind !== "between" && !leaf.caseSensitive) return `case-insensitive match on ${id}`;

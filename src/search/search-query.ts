@@ -24,8 +24,11 @@ export type FilterLeaf =
   | { kind: "between"; column: ColumnRef; low: number; high: number }
   /** Tag list equal to this set of tags. */
   | { kind: "tags_equal"; column: ColumnRef; values: string[]; caseSensitive: boolean }
-  /** `fully_annotated`: no record is annotated in this service. */
-  | { kind: "never" };
+  /**
+   * `fully_annotated`: rated on every live template of the project, by each of `userIds` (null:
+   * by anyone); false when the project has no template.
+   */
+  | { kind: "fully_annotated"; userIds: string[] | null; projectId?: string };
 
 export type FilterNode =
   | { kind: "and"; children: FilterNode[] }

@@ -95,7 +95,7 @@ function selectedFields(columns: readonly SelectedColumn[]): string[] {
   const fields: string[] = [];
   for (const column of columns) {
     if (column.kind === "standard" || column.kind === "field") fields.push(column.id);
-    else if (column.kind !== "metric") fields.push(column.kind);
+    else if (column.kind !== "metric" && column.kind !== "annotation") fields.push(column.kind);
   }
   return fields;
 }

@@ -1,6 +1,6 @@
 /**
  * Substring search by the text index (docs/search.md, "The text index"): which searches the
- * trigram index `records_text` (migration 0012) drives, and the candidates it yields.
+ * trigram index `records_text` (migration 0016) drives, and the candidates it yields.
  *
  * A top-level `contains` or `eq` leaf on `name`, `input` or `output` whose value has at least
  * three characters drives the page, case-sensitive or not: the index returns the run's records

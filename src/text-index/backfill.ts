@@ -1,5 +1,5 @@
 /**
- * The text index's backfill (migration 0012): records written before the index existed are
+ * The text index's backfill (migration 0016): records written before the index existed are
  * indexed in chunks, from the highest rid down. A chunk is one statement: lowering
  * `records_text_backfill.pending_through` by BACKFILL_CHUNK_RIDS makes the trigger
  * `records_text_backfill_chunk` index the rows it passes, in the same statement, so a crash never

@@ -1,6 +1,6 @@
 /**
  * The token that confines a record's trigrams to its run and kind in `records_text` (migration
- * 0012_records_text_index.sql): the record's family key (run_families) spelled as three
+ * 0016_records_text_index.sql): the record's family key (run_families) spelled as three
  * characters of the private-use area, one trigram, in the index's fourth column. A search ANDs
  * it with the needle's trigrams, so the index itself returns only the run's candidates: the
  * index holds every tenant's text of the database, and no other row is ever read.

@@ -126,10 +126,17 @@ describe("a page on another origin, in the browser of a signed-in admin", () => 
     try {
       const page = await context.newPage();
       await page.goto(`${server.origin}/docs`);
-      const status = await page.evaluate(async () => {
-        const response = await fetch("/v2/projects", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "own-origin" }) });
+      // The password goes in the header itself: a 401 no longer challenges with Basic, so Chromium
+      // would not add its stored credentials to a script's fetch on its own.
+      const authorization = `Basic ${Buffer.from(`${server.demo.email}:${server.demo.password}`).toString("base64")}`;
+      const status = await page.evaluate(async (authorization) => {
+        const response = await fetch("/v2/projects", {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization },
+          body: JSON.stringify({ name: "own-origin" }),
+        });
         return response.status;
-      });
+      }, authorization);
       expect(status).toBe(200);
       expect((await snapshot()).projects).toContain("own-origin");
     } finally {

@@ -197,6 +197,8 @@ describe("the galileo SDK against the real service", () => {
     ]);
     expect(stored.get(ids.singleSpan)).toMatchObject({ parent_id: single.id, model: "gpt-4o-mini", session_id: ids.session });
     expect(metrics).toEqual([
+      // Computed at ingestion from gpt-4o's built-in price, USD per 1M tokens (docs/analytics.md).
+      { record_id: llm.id, name: "cost", value: expect.closeTo((12 * 2.5 + 34 * 10) / 1e6, 12) },
       { record_id: llm.id, name: "duration_ns", value: 1500 },
       { record_id: llm.id, name: "num_input_tokens", value: 12 },
       { record_id: llm.id, name: "num_output_tokens", value: 34 },

@@ -20,7 +20,7 @@ import { nowMicros } from "../../db/client";
 import type { Env } from "../../env";
 import { forgetProjectRoute } from "../project-routing";
 import { CATALOG_SHARD, allRecordDatabases, shardDatabase } from "../shard-config";
-import { copyIds, copyPatchesPage, copyRunColumnsPage, copyRunsPage, copyTombstonesPage, nextRecordIds } from "./copy-chunks";
+import { copyIds, copyPatchesPage, copyRunColumnsPage, copyRunsPage, copyTemplates, copyTombstonesPage, nextRecordIds } from "./copy-chunks";
 import { type MoveLimits, moveLimits } from "./move-limits";
 import { type MoveChanges, type MoveRow, saveMove, saveMoveStatement } from "./move-rows";
 import { changesLeft, replayChangesPage } from "./replay-changes";
@@ -101,6 +101,8 @@ async function copying(env: Env, move: MoveRow, limits: MoveLimits): Promise<Ste
   const { source, target, scope } = sidesOf(env, move);
   switch (move.step) {
     case "runs": {
+      // The project's annotation templates first (later changes come through the change log).
+      if (move.cursor === "") await copyTemplates(source, target, scope.projectId);
       const last = await copyRunsPage(source, target, scope.projectId, move.cursor, limits.chunkRows);
       return { save: last === undefined ? { step: "records", cursor: "" } : { cursor: last } };
     }
@@ -233,6 +235,8 @@ const DELETE_OLD_RECORDS = "DELETE FROM records WHERE rid IN (SELECT rid FROM re
 /** What else of the project the source holds, deleted a bounded number of rows at a time. */
 const DELETE_OLD_REST = (sourceIsCatalog: boolean) => [
   "DELETE FROM record_patches WHERE rowid IN (SELECT rowid FROM record_patches WHERE project_id = ?1 LIMIT ?2)",
+  // Ratings went with their records (ON DELETE CASCADE); the templates are left.
+  "DELETE FROM annotation_templates WHERE id IN (SELECT id FROM annotation_templates WHERE project_id = ?1 LIMIT ?2)",
   "DELETE FROM record_tombstones WHERE project_id = ?1 AND record_id IN (SELECT record_id FROM record_tombstones WHERE project_id = ?1 LIMIT ?2)",
   "DELETE FROM shard_project_changes WHERE project_id = ?1 AND record_id IN (SELECT record_id FROM shard_project_changes WHERE project_id = ?1 LIMIT ?2)",
   "DELETE FROM run_columns WHERE rowid IN (SELECT rowid FROM run_columns WHERE run_id IN (SELECT id FROM runs WHERE project_id = ?1) LIMIT ?2)",

@@ -15,7 +15,7 @@
  */
 import { getTableColumns } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
-import { recordPatches, recordTombstones, runColumns, runs } from "../../db/schema";
+import { annotationTemplates, recordPatches, recordTombstones, runColumns, runs } from "../../db/schema";
 import { RECORD_COLUMNS, type RecordBatch, type RecordRow } from "../../ingest/record-rows";
 import { jsonArraysBySize, recordWriteStatements } from "../../ingest/write-records";
 
@@ -30,6 +30,24 @@ const RUN_COLUMNS = columnsOf(runs);
 const PATCH_COLUMNS = columnsOf(recordPatches);
 const TOMBSTONE_COLUMNS = columnsOf(recordTombstones);
 const RUN_COLUMN_COLUMNS = columnsOf(runColumns);
+const TEMPLATE_COLUMNS = columnsOf(annotationTemplates);
+
+/**
+ * Annotations (docs/annotations.md, "Moves"): a record's ratings travel with it, keyed on the
+ * target by the target's row key of the record (found by the project and the record's id), so
+ * that the copy's delete-then-write replaces them exactly; templates are copied row by row, all
+ * of the project's at the start of the copy and again whenever the change log names one
+ * (`annotation_template:<id>`, logged by the annotation_templates_changes_* triggers).
+ */
+export const TEMPLATE_CHANGE_PREFIX = "annotation_template:";
+const READ_RATINGS = `
+SELECT json_array(a.template_id, a.annotator_id, r.id, a.value, a.num_value, a.explanation, a.created_at, a.updated_at) AS row
+FROM records AS r JOIN annotation_ratings AS a ON a.record_rid = r.rid WHERE r.project_id = ?1 AND r.id IN (SELECT value FROM json_each(?2))`;
+const INSERT_RATINGS = `
+INSERT OR REPLACE INTO annotation_ratings (record_rid, template_id, annotator_id, project_id, record_id, family_key, record_created_at, value, num_value, explanation, created_at, updated_at)
+SELECT r.rid, j.value ->> 0, j.value ->> 1, r.project_id, r.id, r.family_key, r.created_at, j.value ->> 3, j.value ->> 4, j.value ->> 5, j.value ->> 6, j.value ->> 7
+FROM json_each(?1) AS j JOIN records AS r ON r.project_id = ?2 AND r.id = j.value ->> 2`;
+const DELETE_TEMPLATES = `DELETE FROM annotation_templates WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?2))`;
 
 const jsonRow = (columns: readonly string[], alias = "") => `json_array(${columns.map((c) => `${alias}${c}`).join(", ")})`;
 const fromJson = (columns: readonly string[]) => columns.map((_, i) => `value ->> ${i}`).join(", ");
@@ -56,6 +74,9 @@ const INSERT_RUNS = insertFromJson("runs", RUN_COLUMNS, "OR IGNORE");
 const INSERT_PATCHES = insertFromJson("record_patches", PATCH_COLUMNS, "OR REPLACE");
 const INSERT_TOMBSTONES = insertFromJson("record_tombstones", TOMBSTONE_COLUMNS, "OR REPLACE");
 const INSERT_RUN_COLUMNS = insertFromJson("run_columns", RUN_COLUMN_COLUMNS, "OR IGNORE");
+const INSERT_TEMPLATES = insertFromJson("annotation_templates", TEMPLATE_COLUMNS, "OR REPLACE");
+const READ_TEMPLATES = `SELECT ${jsonRow(TEMPLATE_COLUMNS)} AS row FROM annotation_templates WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?2))`;
+const READ_ALL_TEMPLATES = `SELECT ${jsonRow(TEMPLATE_COLUMNS)} AS row FROM annotation_templates WHERE project_id = ?1`;
 const DELETE_RECORDS = `DELETE FROM records WHERE project_id = ?1 AND id IN ${IDS}`;
 const DELETE_PATCHES = `DELETE FROM record_patches WHERE project_id = ?1 AND record_id IN ${IDS}`;
 const DELETE_TOMBSTONES = `DELETE FROM record_tombstones WHERE project_id = ?1 AND record_id IN ${IDS}`;
@@ -96,9 +117,13 @@ export interface CopyOutcome {
  */
 export async function copyIds(source: D1Database, target: D1Database, scope: MoveScope, ids: readonly string[], everything: boolean): Promise<CopyOutcome> {
   if (ids.length === 0) return { records: 0 };
+  const templateIds = ids.filter((id) => id.startsWith(TEMPLATE_CHANGE_PREFIX)).map((id) => id.slice(TEMPLATE_CHANGE_PREFIX.length));
   const list = JSON.stringify(ids);
-  const reads = [READ_RECORDS, READ_RUNS, ...(everything ? [READ_PATCHES, READ_TOMBSTONES] : [])].map((sql) => source.prepare(sql).bind(scope.projectId, list));
-  const [records, runRows, patches, tombstones] = await source.batch(reads);
+  const reads = [READ_RECORDS, READ_RUNS, READ_RATINGS, ...(everything ? [READ_PATCHES, READ_TOMBSTONES] : [])].map((sql) => source.prepare(sql).bind(scope.projectId, list));
+  if (templateIds.length > 0) reads.push(source.prepare(READ_TEMPLATES).bind(scope.projectId, JSON.stringify(templateIds)));
+  const [records, runRows, ratings, patches, tombstones, templates] = everything
+    ? await source.batch(reads)
+    : await source.batch(reads).then(([a, b, c, ...rest]) => [a, b, c, undefined, undefined, ...rest]);
   const found = records!.results as unknown as SourceRecord[];
   const statements: D1PreparedStatement[] = [];
   const bind = (sql: string, ...params: unknown[]) => statements.push(target.prepare(sql).bind(...params));
@@ -106,6 +131,13 @@ export async function copyIds(source: D1Database, target: D1Database, scope: Mov
   if (everything) bind(DELETE_TOMBSTONES, scope.projectId, list);
   bind(DELETE_RECORDS, scope.projectId, list);
   statements.push(...recordWriteStatements(target, batchOf(found), { ...scope, runId: "" }, { copy: true }));
+  // The records' ratings, after the records (the delete above took the target's old ones).
+  for (const chunk of jsonArraysBySize(ratings!.results.map((r) => (r as { row: string }).row))) bind(INSERT_RATINGS, chunk, scope.projectId);
+  if (templateIds.length > 0) {
+    // A template changed or deleted on the source since the copy: the target ends as the source has it.
+    bind(DELETE_TEMPLATES, scope.projectId, JSON.stringify(templateIds));
+    if (templates!.results.length > 0) bind(INSERT_TEMPLATES, rowsJson(templates!.results as unknown as { row: string }[]));
+  }
   const withChildren = found.filter((r) => r.has_children === 1).map((r) => r.id);
   const withoutChildren = found.filter((r) => r.has_children !== 1).map((r) => r.id);
   for (const [value, group] of [[1, withChildren], [0, withoutChildren]] as const) {
@@ -147,6 +179,12 @@ export function cutByBytes<T extends { bytes: number }, K>(rows: readonly T[], m
     bytes += row.bytes;
   }
   return { keys, last: keys[keys.length - 1] };
+}
+
+/** Copies every annotation template of the project (a project has few; deleted ones too, still purging). */
+export async function copyTemplates(source: D1Database, target: D1Database, projectId: string): Promise<void> {
+  const { results } = await source.prepare(READ_ALL_TEMPLATES).bind(projectId).all<{ row: string }>();
+  for (const chunk of jsonArraysBySize(results.map((r) => r.row))) await target.prepare(INSERT_TEMPLATES).bind(chunk).run();
 }
 
 /** Copies the project's next runs (id order) after `after`; answers the last id copied. */

@@ -2,7 +2,7 @@
 -- record's name, input and output, in the database that holds the records, kept by triggers on
 -- `records` so that every path that writes or removes text (ingestion, streaming updates, OTLP,
 -- deletion, expiry, a move's copy and cleanup) updates it in the same statement, hence the same
--- atomic batch. The same file is the shard's migrations/shard/0005_records_text_index.sql.
+-- atomic batch. The same file is the catalog's migrations/0016_records_text_index.sql.
 --
 -- Contentless (the text stays in `records` only) with detail=none: the index answers "which
 -- rows hold all these trigrams", a search confirms each candidate against the record's own

@@ -1,0 +1,39 @@
+/**
+ * Annotation work on the project's shard (templates and ratings live beside the records:
+ * docs/annotations.md). Reads start their batch with the project's state there, writes with the
+ * project's registration and the refusal of a copy a move is still filling (as ingestion does:
+ * src/ingest/write-guards.ts), so a stale route is re-routed by onProjectShard and
+ * a write for a project the shard no longer holds is refused by the database
+ * (annotation_*_project_on_shard_* triggers) and rolled back.
+ */
+import type { Context } from "hono";
+import type { AppEnv } from "../http/app-env";
+import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { projectStateStatement, readableHere, registerProjectStatement } from "../shards/shard-membership";
+import { refuseWhileImportingStatement } from "../ingest/write-guards";
+
+/** Runs `statements` as one read batch on the project's shard; answers their results. */
+export function readOnShard(c: Context<AppEnv>, projectId: string, statements: (db: D1Database) => D1PreparedStatement[]): Promise<D1Result[]> {
+  return onProjectShard(c, projectId, "read", async ({ db }) => {
+    const [state, ...results] = await db.batch([projectStateStatement(db, projectId), ...statements(db)]);
+    if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+    return results;
+  });
+}
+
+/**
+ * Runs `statements` as one atomic write batch on the project's shard, after the project's
+ * registration there; answers their results.
+ */
+export function writeOnShard(c: Context<AppEnv>, projectId: string, statements: (db: D1Database) => D1PreparedStatement[]): Promise<D1Result[]> {
+  const { organizationId } = c.get("principal");
+  return onProjectShard(c, projectId, "write", async ({ db }) => {
+    const [, , ...results] = await db.batch([registerProjectStatement(db, { projectId, organizationId }), refuseWhileImportingStatement(db, projectId), ...statements(db)]);
+    return results;
+  });
+}
+
+/** Runs `work` with the project's shard session for writes (several dependent steps). */
+export function onShardForWrite<T>(c: Context<AppEnv>, projectId: string, work: (db: D1Database) => Promise<T>): Promise<T> {
+  return onProjectShard(c, projectId, "write", ({ db }) => work(db));
+}

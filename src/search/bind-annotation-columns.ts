@@ -1,0 +1,63 @@
+/**
+ * Annotation columns (`annotations/<template_id>`) and the `fully_annotated` leaf need the
+ * project's templates, which live on its shard: this fills each annotation column with its
+ * template's type (from the isolate's cache of template definitions, else one read on the shard
+ * before the search's batch) and each `fully_annotated` leaf with the project, and refuses, with
+ * a 422 at the leaf, a template the project does not have or a leaf that does not fit it
+ * (like_dislike: boolean; star, score: number; tags: collection; choice, tree_choice, text: text).
+ */
+import { cachedDefinitions, rememberDefinitions } from "../annotations/template-definitions";
+import { listTemplatesStatement, type TemplateRow } from "../annotations/template-store";
+import type { FilterType } from "../columns/standard-columns";
+import type { AnnotationType } from "../db/schema";
+import { RequestValidationError } from "../http/errors";
+import type { ValidationErrorItem } from "../http/validation-errors";
+import type { AnnotationColumnRef } from "./search-columns";
+import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
+
+const FILTER_TYPE_OF: Record<AnnotationType, FilterType> = {
+  like_dislike: "boolean",
+  star: "number",
+  score: "number",
+  tags: "collection",
+  choice: "text",
+  tree_choice: "text",
+  text: "text",
+};
+
+function leavesOf(node: FilterNode, out: FilterLeaf[] = []): FilterLeaf[] {
+  if (node.kind === "leaf") out.push(node.leaf);
+  else if (node.kind === "not") leavesOf(node.child, out);
+  else for (const child of node.children) leavesOf(child, out);
+  return out;
+}
+
+export async function bindAnnotationColumns(db: D1Database, projectId: string, query: SearchQuery): Promise<void> {
+  const leaves = leavesOf(query.filter);
+  for (const leaf of leaves) if (leaf.kind === "fully_annotated") leaf.projectId = projectId;
+  const refs: AnnotationColumnRef[] = leaves.flatMap((leaf) => (leaf.kind !== "fully_annotated" && leaf.column.kind === "annotation" ? [leaf.column] : []));
+  if (query.sort?.column.kind === "annotation") refs.push(query.sort.column);
+  if (refs.length === 0) return;
+  const ids = [...new Set(refs.map((ref) => ref.templateId))];
+  const { found, missing } = cachedDefinitions(projectId, ids);
+  if (missing.length > 0) {
+    const { results } = await listTemplatesStatement(db, projectId, false).all<TemplateRow>();
+    for (const definition of rememberDefinitions(projectId, results)) if (ids.includes(definition.id)) found.set(definition.id, definition);
+  }
+  const issues: ValidationErrorItem[] = [];
+  for (const ref of refs) {
+    const template = found.get(ref.templateId);
+    const loc = ref.loc ?? ["body"];
+    if (!template) {
+      issues.push({ loc: [...loc, "column_id"], msg: `Value error, unknown column '${ref.id}': the project has no such annotation template`, type: "value_error", input: ref.id });
+      continue;
+    }
+    const fits = FILTER_TYPE_OF[template.annotationType];
+    if (ref.filterType !== undefined && ref.filterType !== fits) {
+      issues.push({ loc: [...loc, "type"], msg: `Value error, column '${ref.id}' (a ${template.annotationType} template) takes a ${fits} filter, not a ${ref.filterType} filter`, type: "value_error", input: ref.filterType });
+      continue;
+    }
+    ref.annotationType = template.annotationType;
+  }
+  if (issues.length > 0) throw new RequestValidationError(issues);
+}
