@@ -17,7 +17,10 @@
  * whatever else it asks, since its every leaf, sort and offset works on at most
  * TEXT_INDEX_MAX_CANDIDATES candidates (classifySearchCost with `textIndex`). When the run holds
  * more candidates than that, it runs again without the index, classified as below
- * (withinTextIndexedAdmission).
+ * (withinTextIndexedAdmission). Export, delete-by-filter and the metrics routes compile without
+ * the text index (their statements re-run page after page or chunk after chunk, and a bound on
+ * candidates would have to hold for every one of them), so they classify without `textIndex`:
+ * a substring filter stays scan-class there, as the statement they run really scans.
  *
  * The class follows the access path compileSearchQuery gives the statement (accessPathOf): a
  * search is indexed when every leaf of its filter narrows the index that drives the statement,
