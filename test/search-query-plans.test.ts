@@ -99,6 +99,19 @@ const SHAPES: Record<string, Shape> = {
     plan: [/SCAN tx VIRTUAL TABLE INDEX 0:M/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
     textIndex: "drives",
   },
+  "the explorer's search box (input, output or name contains, case-insensitive) ANDed with a filter, through the text index": {
+    family: "trace",
+    body: {
+      filter_tree: {
+        and: [
+          { or: ["input", "output", "name"].map((column) => ({ ...leaf("text", column, "contains", "Topic 43"), case_sensitive: false })) },
+          leaf("number", "status_code", "eq", 200),
+        ],
+      },
+    },
+    plan: [/MATERIALIZE tcand/, /SCAN tx VIRTUAL TABLE INDEX 0:M/, /SEARCH r USING INTEGER PRIMARY KEY \(rowid=\?\)/],
+    textIndex: "drives",
+  },
   "input contains two characters (no trigram: a scan)": {
     family: "span",
     body: { filters: [leaf("text", "input", "contains", "43")] },

@@ -76,9 +76,39 @@ describe("substring search through the text index", () => {
     expect(classify(contains("input", "refund"), { column_id: "name" })).toEqual({ class: "indexed" });
     expect(classify(contains("input", "re")).class).toBe("scan");
     expect(classify(contains("error_message", "refund")).class).toBe("scan");
-    expect(classify({ or: [contains("input", "refund")] }).class).toBe("scan");
+    // The explorer's search box: one needle in input, output or name, ORed (ANDed with a tree).
+    expect(classify({ or: [contains("input", "refund", false), contains("output", "refund", false), contains("name", "refund", false)] })).toEqual({ class: "indexed" });
+    expect(classify({ or: [contains("input", "refund"), contains("error_message", "refund")] }).class).toBe("scan");
+    expect(classify({ or: [contains("input", "refund"), contains("output", "re")] }).class).toBe("scan");
+    expect(classify({ not: contains("input", "refund") }).class).toBe("scan");
     const query = normalizeSearchRequest({ log_stream_id: crypto.randomUUID(), filters: [contains("input", "refund")] } as SearchRequestBody, "trace", "partial");
     expect(classifySearchCost(query).class).toBe("scan");
+  });
+
+  it("answers the search box's OR of input, output and name, ANDed with a filter, as the scan does", { timeout: 60_000 }, async () => {
+    const tenant = await createTenant();
+    const run = await createRun(tenant);
+    const traces = [
+      trace("Where is my REFUND?"),
+      { ...trace("hello"), output: "your refund is on its way" },
+      { ...trace("hi"), name: "Refund flow" },
+      trace("refund again", { tags: ["vip"] }),
+      trace("nothing to see"),
+      { ...trace("re-fund"), output: "ref und" },
+    ];
+    await postTraces(tenant, run, traces);
+    const box = (needle: string) => ({ or: ["input", "output", "name"].map((column) => contains(column, needle, false)) });
+    const searchTree = async (tree: unknown) => {
+      const answer = await call(`/v2/projects/${run.projectId}/traces/partial_search`, { as: tenant, body: { log_stream_id: run.logStreamId, filter_tree: tree, limit: 100 } });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body.records.map((r: { id: string }) => r.id).sort();
+    };
+    const ids = (...picked: number[]) => picked.map((i) => traces[i]!.id).sort();
+    expect(await searchTree(box("refund"))).toEqual(ids(0, 1, 2, 3));
+    expect(await searchTree({ and: [box("REFUND"), { type: "collection", column_id: "tags", operator: "contains", value: "vip" }] })).toEqual(ids(3));
+    expect(await searchTree({ and: [box("refund"), { not: contains("input", "again") }] })).toEqual(ids(0, 1, 2));
+    const count = await call(`/v2/projects/${run.projectId}/traces/count`, { as: tenant, body: { log_stream_id: run.logStreamId, filter_tree: box("refund") } });
+    expect(count.body).toEqual({ total_count: 4, capped: false });
   });
 
   it("answers a needle with more candidates than the bound by the scan, with every match", { timeout: 60_000 }, async () => {

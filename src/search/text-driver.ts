@@ -6,7 +6,9 @@
  * three characters drives the page, case-sensitive or not: the index returns the run's records
  * that hold the value's trigrams (folded), and the statement then applies the whole filter to
  * each of them, the driving leaf included: the index narrows, the filter's own expression (the
- * scan's) decides, so the answers are the scan's.
+ * scan's) decides, so the answers are the scan's. So does a top-level `or` whose every child is
+ * such a leaf (the explorer's search box: the typed text in input, output or name, ANDed with
+ * the filter tree): its candidates are the union of its children's.
  *
  * Records the backfill has not reached yet (rid <= records_text_backfill.pending_through) are
  * candidates too, read from the run's index as a scan would, so answers stay exact while it runs.
@@ -26,9 +28,10 @@ import type { SqlParamPack } from "./sql-param-pack";
 const INDEXED_COLUMNS = new Set(["name", "input", "output"]);
 
 export interface TextDriver {
+  /** The top-level conjunct the index narrows: an indexed leaf, or an `or` of them. */
   conjunct: FilterNode;
-  leaf: FilterLeaf;
-  trigrams: string[];
+  /** Its candidates hold every trigram of at least one of these sets. */
+  alternatives: string[][];
 }
 
 /** The needle of a leaf the index can narrow, if it is one. */
@@ -38,18 +41,35 @@ function indexedNeedle(leaf: FilterLeaf): string | undefined {
   return typeof leaf.value === "string" ? leaf.value : undefined;
 }
 
-/** The top-level leaf the index drives (the longest needle: the most selective), if any. */
+/** A conjunct's trigram sets and its shortest needle's length, when the index can narrow it. */
+function narrowing(conjunct: FilterNode): { alternatives: string[][]; length: number } | undefined {
+  const leaves = conjunct.kind === "leaf" ? [conjunct.leaf] : conjunct.kind === "or" && conjunct.children.every((c) => c.kind === "leaf") ? conjunct.children.map((c) => (c as Extract<FilterNode, { kind: "leaf" }>).leaf) : [];
+  if (leaves.length === 0) return undefined;
+  const alternatives = new Map<string, string[]>();
+  let length = Infinity;
+  for (const leaf of leaves) {
+    const needle = indexedNeedle(leaf);
+    const trigrams = needle === undefined ? undefined : needleTrigrams(needle);
+    if (!trigrams) return undefined;
+    alternatives.set(JSON.stringify(trigrams), trigrams);
+    length = Math.min(length, Array.from(needle!).length);
+  }
+  return { alternatives: [...alternatives.values()], length };
+}
+
+/**
+ * The top-level conjunct the index drives, if any: the one whose shortest needle is the longest
+ * (the most selective), a single leaf before an `or` of the same length.
+ */
 export function textDriverOf(query: SearchQuery): TextDriver | undefined {
   let best: (TextDriver & { length: number }) | undefined;
   for (const conjunct of conjunctsOf(query.filter)) {
-    if (conjunct.kind !== "leaf") continue;
-    const needle = indexedNeedle(conjunct.leaf);
-    const trigrams = needle === undefined ? undefined : needleTrigrams(needle);
-    if (!trigrams) continue;
-    const length = Array.from(needle!).length;
-    if (!best || length > best.length) best = { conjunct, leaf: conjunct.leaf, trigrams, length };
+    const found = narrowing(conjunct);
+    if (!found) continue;
+    const better = !best || found.length > best.length || (found.length === best.length && found.alternatives.length < best.alternatives.length);
+    if (better) best = { conjunct, ...found };
   }
-  return best && { conjunct: best.conjunct, leaf: best.leaf, trigrams: best.trigrams };
+  return best && { conjunct: best.conjunct, alternatives: best.alternatives };
 }
 
 /**
@@ -77,7 +97,7 @@ const PENDING_THROUGH = sql.raw(`(SELECT "pending_through" FROM "records_text_ba
  */
 export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number): SQL {
   // A run without a family on this database (key NULL) gets key 0's token, which no record has.
-  const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${pack.value(trigramQuery(driver.trigrams))}`;
+  const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${pack.value(trigramQuery(driver.alternatives))}`;
   // The hidden column named after the table, qualified: a bare "tx" would be read as a string.
   const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx"."records_text" MATCH ${match}`;
   const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE ${PENDING_THROUGH} > 0 AND "tu"."family_key" = ${familyKey} AND +"tu"."rid" <= ${PENDING_THROUGH}`;

@@ -37,7 +37,11 @@ export function needleTrigrams(needle: string): string[] | undefined {
   return [...new Set(chosen.map((start) => chars.slice(start, start + MIN_INDEXED_NEEDLE).join("")))];
 }
 
-/** The FTS5 query of the trigrams: each quoted (a `"` doubled), ANDed. */
-export function trigramQuery(trigrams: readonly string[]): string {
-  return trigrams.map((t) => `"${t.replaceAll('"', '""')}"`).join(" AND ");
+/**
+ * The FTS5 query of trigram sets, ANDed after the family token: each trigram quoted (a `"`
+ * doubled), a set's trigrams ANDed, several sets ORed.
+ */
+export function trigramQuery(alternatives: readonly (readonly string[])[]): string {
+  const all = (trigrams: readonly string[]) => trigrams.map((t) => `"${t.replaceAll('"', '""')}"`).join(" AND ");
+  return alternatives.length === 1 ? all(alternatives[0]!) : `(${alternatives.map((set) => `(${all(set)})`).join(" OR ")})`;
 }
