@@ -20,7 +20,7 @@ import { sessionRows, traceRows } from "../../src/ingest/record-rows";
 import { recordWriteStatements } from "../../src/ingest/write-records";
 import type { IngestTrace } from "../../src/ingest/ingest-schemas";
 import { boundStatement, queryJson, runSqlite, type SqlStatement, SqliteWriter } from "../lib/sqlite-cli";
-import { type RunPlan, sessionInput, traceInput } from "./synthetic-traces";
+import { type RunPlan, sessionInput, traceInput, WINDOW_END_MICROS } from "./synthetic-traces";
 import { defaultPriceOf } from "../../src/pricing/price-lookup";
 
 /** Traces per ingest request, as an SDK flush of a busy application would send them. */
@@ -45,9 +45,10 @@ export function ingestStatements(batch: RecordBatch, scope: RunScope): SqlStatem
 }
 
 export function ingestContext(scope: RunScope, sessionId: string | null = null): IngestContext {
-  // Every generated record carries its own created_at, so the clock is never read; costs come
-  // from the built-in prices, as for an organization without overrides.
-  return { ...scope, sessionId, isComplete: null, nowMicros: 0, prices: defaultPriceOf };
+  // Every generated record carries its own created_at; the clock is read only to refuse dates
+  // too far ahead of it, so it stands at the end of the dataset's window (at 0, every record was
+  // refused as future). Costs come from the built-in prices, as for an organization without overrides.
+  return { ...scope, sessionId, isComplete: null, nowMicros: WINDOW_END_MICROS, prices: defaultPriceOf };
 }
 
 /**
