@@ -101,7 +101,7 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   [server, browser] = await Promise.all([startDemoServer(), launchChromium()]);
   admin = await newPage();
-}, 240_000);
+}, 700_000);
 
 afterEach(() => {
   expect(cspViolations.splice(0)).toEqual([]);
