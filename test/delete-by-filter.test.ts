@@ -10,7 +10,7 @@ import { DELETION_QUEUE, type Run, createRun, deliver, getJob, postSession, post
 import { call } from "./support/client";
 import { recordDatabases } from "./support/record-dbs";
 import { type Tenant, addUser, createTenant } from "./support/tenants";
-import { textIndexDifferencesEverywhere } from "./support/text-index";
+import { catchUpTextIndexesEverywhere, textIndexDifferencesEverywhere } from "./support/text-index";
 
 const uuid = () => crypto.randomUUID();
 
@@ -52,6 +52,8 @@ async function seedTraces(tenant: Tenant) {
     { id: keep1, name: "kept", spans: [{ id: k1, type: "llm", name: "doomed", input: "q", output: "a" }] },
     { id: keep2, name: "kept too", session_id: session },
   ]);
+  // Indexed, as the minutely catch-up leaves records: the deletion must remove them from the index.
+  await catchUpTextIndexesEverywhere();
   const doomed = new Set([t1, t2, s1, s1a, s1b, s2].map((id) => key(run, id)));
   return { run, session, doomed, ids: { t1, t2, keep1, keep2, s1, s1a, s1b, s2, k1 } };
 }

@@ -3,7 +3,8 @@
  * migration 0016): the index narrows, the scan's expression decides, so answers are the scan's
  * whichever path answers; a needle with more candidates than the bound (TEXT_INDEX_MAX_CANDIDATES,
  * 40 in the tests: vitest.config.ts) is answered by the scan; records written before the index
- * existed are found while the backfill runs and after; PATCH and re-ingest keep the index exact.
+ * existed are found while the backfill runs and after; records just ingested (inserts do not
+ * index) are found before the cron's catch-up and after it; PATCH and re-ingest keep the index exact.
  * (The other write paths check the index in their own property tests: deletion, expiry, moves,
  * streaming, OTLP.)
  */
@@ -12,12 +13,12 @@ import { describe, expect, it } from "vitest";
 import { classifySearchCost } from "../src/search/search-cost";
 import { normalizeSearchRequest } from "../src/search/normalize-search-request";
 import type { SearchRequestBody } from "../src/search/search-schemas";
-import { backfillChunk } from "../src/text-index/backfill";
+import { backfillChunk, catchUpChunk } from "../src/text-index/backfill";
 import { createRun, postTraces, type Run } from "./deletion-fixtures";
 import { call } from "./support/client";
 import { recordsOf } from "./support/record-dbs";
 import { createTenant, type Tenant } from "./support/tenants";
-import { textIndexDifferences } from "./support/text-index";
+import { catchUpTextIndexesEverywhere, textIndexDifferences } from "./support/text-index";
 
 const BOUND = Number(env.TEXT_INDEX_MAX_CANDIDATES);
 
@@ -129,6 +130,7 @@ describe("substring search through the text index", () => {
     const run = await createRun(tenant);
     const t = trace("before the change");
     await postTraces(tenant, run, [t]);
+    await catchUpTextIndexesEverywhere();
     const patched = await call(`/v2/projects/${run.projectId}/traces/${t.id}`, { as: tenant, method: "PATCH", body: { trace_id: t.id, log_stream_id: run.logStreamId, output: "patched output" } });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
     expect(await search(tenant, run, contains("output", "patched"))).toEqual([t.id]);
@@ -147,16 +149,17 @@ describe("substring search through the text index", () => {
     const db = await recordsOf(run.projectId);
     // The database as migration 0016 leaves one that already held these records: nothing indexed,
     // every existing rid waiting for the backfill.
+    // (Raising indexed_through indexes the rows it passes: the index is emptied after.)
     await db.batch([
+      db.prepare(`UPDATE records_text_backfill SET pending_through = (SELECT max(rid) FROM records), indexed_through = (SELECT max(rid) FROM records)`),
       db.prepare(`INSERT INTO records_text (records_text) VALUES ('delete-all')`),
-      db.prepare(`UPDATE records_text_backfill SET pending_through = (SELECT max(rid) FROM records)`),
     ]);
     const waiting = (await db.prepare("SELECT pending_through AS p FROM records_text_backfill").first<{ p: number }>())!.p;
     expect(waiting).toBeGreaterThan(0);
     const expected = (pred: (i: number) => boolean) => old.filter((_, i) => pred(i)).map((t) => t.id).sort();
     expect(await search(tenant, run, contains("input", "ticket 1"))).toEqual(expected((i) => String(i).startsWith("1")));
 
-    // Writes during the backfill: a new record (indexed at once), an old one changed and one deleted.
+    // Writes during the backfill: a new record (in the tail, until a catch-up), an old one changed and one deleted.
     const fresh = trace("archived ticket 99");
     await postTraces(tenant, run, [fresh, { ...old[0]!, input: "reopened ticket", updated_at: new Date().toISOString() }]);
     await db.prepare("DELETE FROM records WHERE id = ?").bind(old[1]!.id).run();
@@ -173,5 +176,71 @@ describe("substring search through the text index", () => {
     }
     expect(await search(tenant, run, contains("input", "reopened"))).toEqual([old[0]!.id]);
     expect(await backfillChunk(db)).toBe(0);
+    await catchUpTextIndexesEverywhere();
+    await answer();
+    expect(await textIndexDifferences(db)).toEqual([]);
+  });
+
+  it("finds records right after ingest, before the catch-up indexes them, and after", { timeout: 60_000 }, async () => {
+    const tenant = await createTenant();
+    const run = await createRun(tenant);
+    await catchUpTextIndexesEverywhere();
+    const indexed = [trace("invoice overdue 1"), trace("invoice paid 2")];
+    await postTraces(tenant, run, indexed);
+    await catchUpTextIndexesEverywhere();
+    const db = await recordsOf(run.projectId);
+    const covered = async () => (await db.prepare("SELECT indexed_through AS i FROM records_text_backfill").first<{ i: number }>())!.i;
+    const before = await covered();
+    // The tail: written after the catch-up, not indexed (the insert wrote no index row).
+    const fresh = [trace("invoice overdue 3"), { ...trace("hello"), output: "INVOICE OVERDUE" }, trace("nothing")];
+    await postTraces(tenant, run, fresh);
+    expect(await covered()).toBe(before);
+    const tailRows = await db.prepare("SELECT count(*) AS n FROM records WHERE rid > ?").bind(before).first<{ n: number }>();
+    expect(tailRows!.n).toBeGreaterThan(0);
+    const expected = [indexed[0]!, fresh[0]!, fresh[1]!].map((t) => t.id).sort();
+    const box = { or: ["input", "output"].map((column) => contains(column, "invoice overdue", false)) };
+    const boxSearch = async () => {
+      const answer = await call(`/v2/projects/${run.projectId}/traces/partial_search`, { as: tenant, body: { log_stream_id: run.logStreamId, filter_tree: box, limit: 100 } });
+      return answer.body.records.map((r: { id: string }) => r.id).sort();
+    };
+    expect(await search(tenant, run, contains("input", "invoice overdue"))).toEqual([indexed[0]!.id, fresh[0]!.id].sort());
+    expect(await boxSearch()).toEqual(expected);
+    const count = await call(`/v2/projects/${run.projectId}/traces/count`, { as: tenant, body: { log_stream_id: run.logStreamId, filter_tree: box } });
+    expect(count.body).toEqual({ total_count: 3, capped: false });
+    // The cron's catch-up indexes the tail; the answers do not change.
+    expect(await catchUpChunk(db)).toBe(0);
+    expect(await covered()).toBeGreaterThan(before);
+    expect(await boxSearch()).toEqual(expected);
+    expect(await textIndexDifferences(db)).toEqual([]);
+  });
+
+  it("answers exactly when the unindexed tail is longer than the bound (the search scans)", { timeout: 60_000 }, async () => {
+    const tenant = await createTenant();
+    const run = await createRun(tenant);
+    const other = await createRun(tenant);
+    await catchUpTextIndexesEverywhere();
+    const mine = [trace("rare needle here"), trace("plain")];
+    await postTraces(tenant, run, mine);
+    await postTraces(tenant, other, Array.from({ length: BOUND + 5 }, (_, i) => trace(`rare needle ${i}`)));
+    expect(await search(tenant, run, contains("input", "RARE NEEDLE", false))).toEqual([mine[0]!.id]);
+    await catchUpTextIndexesEverywhere();
+    expect(await search(tenant, run, contains("input", "RARE NEEDLE", false))).toEqual([mine[0]!.id]);
+  });
+
+  it("indexes a record that takes the rid of a deleted, indexed one (rid is not AUTOINCREMENT)", { timeout: 60_000 }, async () => {
+    const tenant = await createTenant();
+    const run = await createRun(tenant);
+    const first = trace("reused slot one");
+    await postTraces(tenant, run, [first]);
+    await catchUpTextIndexesEverywhere();
+    const db = await recordsOf(run.projectId);
+    const top = await db.prepare("SELECT max(rid) AS rid FROM records").first<{ rid: number }>();
+    await db.prepare("DELETE FROM records WHERE rid = ?").bind(top!.rid).run();
+    const second = trace("reused slot two");
+    await postTraces(tenant, run, [second]);
+    const reused = await db.prepare("SELECT rid FROM records WHERE id = ?").bind(second.id).first<{ rid: number }>();
+    expect(reused!.rid).toBe(top!.rid);
+    expect(await search(tenant, run, contains("input", "reused slot"))).toEqual([second.id]);
+    expect(await textIndexDifferences(db)).toEqual([]);
   });
 });

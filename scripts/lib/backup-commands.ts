@@ -6,8 +6,8 @@
  * not an export of named tables: the export names every table except the index's, data only.
  * The import goes into a database migrated to the same version and still empty: the triggers
  * are set aside while the rows go in (they would derive rows the file already carries, metric
- * rows and run families, and index text the backfill will index), then the text index is rebuilt
- * by its backfill (migration 0012, src/text-index/backfill.ts), in chunks.
+ * rows and run families), then the text index is rebuilt by its catch-up (migration 0016,
+ * src/text-index/backfill.ts), in chunks.
  */
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -64,18 +64,19 @@ export async function importShardCommand(binding: string, input: string, target:
   } finally {
     if (create) await executeD1(create, target, binding);
   }
-  // Every imported record waits for the backfill (raising the watermark indexes nothing), which
-  // then indexes them chunk by chunk; searches are exact meanwhile.
-  await executeD1("UPDATE records_text_backfill SET pending_through = (SELECT coalesce(max(rid), 0) FROM records) WHERE id = 1", target, binding);
-  let pending = Number.POSITIVE_INFINITY;
+  // The export does not carry the watermarks (records_text_backfill): the migrated database's
+  // (0, 0) leaves every imported record above the index, in the tail searches read as a scan
+  // would; the catch-up then indexes them chunk by chunk, each chunk one statement.
+  let unindexed = Number.POSITIVE_INFINITY;
   let chunks = 0;
-  while (pending > 0) {
-    const answer = await rows(
-      `UPDATE records_text_backfill SET pending_through = max(0, pending_through - ${REBUILD_CHUNK_RIDS}) WHERE id = 1 AND pending_through > 0 RETURNING pending_through`,
+  while (unindexed > 0) {
+    await executeD1(
+      `UPDATE records_text_backfill SET indexed_through = min(indexed_through + ${REBUILD_CHUNK_RIDS}, (SELECT max(rid) FROM records)) WHERE id = 1 AND indexed_through < (SELECT max(rid) FROM records)`,
       target,
       binding,
     );
-    pending = Number(answer[0]?.pending_through ?? 0);
+    const answer = await rows("SELECT coalesce((SELECT max(rid) FROM records), 0) - indexed_through AS unindexed FROM records_text_backfill WHERE id = 1", target, binding);
+    unindexed = Number(answer[0]?.unindexed ?? 0);
     chunks += 1;
   }
   const [{ records }] = (await rows("SELECT count(*) AS records FROM records", target, binding)) as [{ records: number }];

@@ -10,12 +10,17 @@
  * such a leaf (the explorer's search box: the typed text in input, output or name, ANDed with
  * the filter tree): its candidates are the union of its children's.
  *
- * Records the backfill has not reached yet (rid <= records_text_backfill.pending_through) are
- * candidates too, read from the run's index as a scan would, so answers stay exact while it runs.
+ * The index covers the records with pending_through < rid <= indexed_through (migration 0016,
+ * src/text-index/backfill.ts); the others are candidates too, so answers stay exact before the
+ * index reaches them: the records the backfill has not reached yet, read from the run's index,
+ * and the tail written since the last catch-up (inserts do not index; the cron indexes them
+ * within a minute), read by rid range.
  *
  * Candidates are bounded (the TEXT_INDEX_MAX_CANDIDATES limit): a search whose value is so
  * common that the run holds more is answered by the scan instead, as a scan-class search
- * (search-cost.ts).
+ * (search-cost.ts). Every record of the database's tail counts as one (other runs' as a NULL
+ * rid, which matches nothing), so the tail read is bounded too: a tail longer than the bound
+ * (a catch-up that fell behind) makes the search scan-class as a too-common needle does.
  */
 import { type SQL, sql } from "drizzle-orm";
 import { familyTokenSql } from "../text-index/family-token";
@@ -87,13 +92,16 @@ export class TextCandidatesOverflow extends Error {
 }
 
 const PENDING_THROUGH = sql.raw(`(SELECT "pending_through" FROM "records_text_backfill" WHERE "id" = 1)`);
+const INDEXED_THROUGH = sql.raw(`(SELECT "indexed_through" FROM "records_text_backfill" WHERE "id" = 1)`);
 
 /**
  * SQL: the rids of the run's candidates, at most `bound + 1` of them (one more than the bound
  * says it overflowed): the index's matches for the family token AND the needle's trigrams, then
  * the family's records the backfill has not reached, from the family's index (the unary `+`
  * keeps SQLite from reading the table's rowid range instead, every tenant's rows); none once it
- * is done: the constant test stops that arm before it reads an entry.
+ * is done: the constant test stops that arm before it reads an entry. Then the tail above
+ * indexed_through, by rid range (the unary `+` keeps the family's index from driving: it would
+ * read all of the run's entries), one row per record, NULL for other families' records.
  */
 export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number): SQL {
   // A run without a family on this database (key NULL) gets key 0's token, which no record has.
@@ -101,7 +109,8 @@ export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlPara
   // The hidden column named after the table, qualified: a bare "tx" would be read as a string.
   const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx"."records_text" MATCH ${match}`;
   const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE ${PENDING_THROUGH} > 0 AND "tu"."family_key" = ${familyKey} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
-  return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending}) LIMIT ${pack.value(bound + 1)}`;
+  const tail = sql`SELECT CASE WHEN +"tt"."family_key" = ${familyKey} THEN "tt"."rid" END AS "rid" FROM "records" AS "tt" WHERE "tt"."rid" > ${INDEXED_THROUGH}`;
+  return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending} UNION ALL ${tail}) LIMIT ${pack.value(bound + 1)}`;
 }
 
 /** After a page the index drove: its candidate count, from the statement beside it (compile-search-query.ts). */

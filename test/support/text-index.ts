@@ -1,10 +1,11 @@
 /**
- * Is the text index (`records_text`, migration 0012) exactly the index of the records' text as
+ * Is the text index (`records_text`, migration 0016) exactly the index of the records' text as
  * they are now? A contentless index cannot be read back, so this builds a fresh index of the
- * same declaration from `records` (the rows the backfill has reached) and compares the two
+ * same declaration from `records` (the rows it covers: pending_through < rid <= indexed_through) and compares the two
  * entry by entry (term, rid) through fts5vocab: a write path that forgot the index, or removed
  * a row with other values than it indexed, leaves entries one has and the other lacks.
  */
+import { catchUpChunk } from "../../src/text-index/backfill";
 import { recordDatabases } from "./record-dbs";
 
 const FAMILY_TOKEN = (key: string) => `char(57344 + (${key} / 40960000) % 6400, 57344 + (${key} / 6400) % 6400, 57344 + ${key} % 6400)`;
@@ -22,7 +23,7 @@ export async function textIndexDifferences(db: D1Database): Promise<TextIndexDif
   await db.batch([
     db.prepare(`CREATE VIRTUAL TABLE ${reference} USING fts5(name, input, output, family, content='', detail=none, columnsize=0, tokenize='trigram case_sensitive 0')`),
     db.prepare(
-      `INSERT INTO ${reference} (rowid, name, input, output, family) SELECT rid, name, input, output, ${FAMILY_TOKEN("family_key")} FROM records WHERE rid > (SELECT pending_through FROM records_text_backfill)`,
+      `INSERT INTO ${reference} (rowid, name, input, output, family) SELECT rid, name, input, output, ${FAMILY_TOKEN("family_key")} FROM records WHERE rid > (SELECT pending_through FROM records_text_backfill) AND rid <= (SELECT indexed_through FROM records_text_backfill)`,
     ),
     db.prepare(`CREATE VIRTUAL TABLE ${reference}_v USING fts5vocab(${reference}, 'instance')`),
     db.prepare(`CREATE VIRTUAL TABLE live_${suffix}_v USING fts5vocab(records_text, 'instance')`),
@@ -38,7 +39,18 @@ export async function textIndexDifferences(db: D1Database): Promise<TextIndexDif
   }
 }
 
-/** textIndexDifferences over every database that holds records (the shards and the catalog). */
+/** The cron's catch-up (src/text-index/backfill.ts) until the index covers every record, in every database. */
+export async function catchUpTextIndexesEverywhere(): Promise<void> {
+  for (const db of recordDatabases()) while ((await catchUpChunk(db)) > 0);
+}
+
+/**
+ * textIndexDifferences over every database that holds records (the shards and the catalog):
+ * the rows the index covers as the writes left them (what the update and delete triggers kept),
+ * then again once the catch-up has indexed the rest.
+ */
 export async function textIndexDifferencesEverywhere(): Promise<TextIndexDifference[]> {
-  return (await Promise.all(recordDatabases().map(textIndexDifferences))).flat();
+  const asLeft = (await Promise.all(recordDatabases().map(textIndexDifferences))).flat();
+  await catchUpTextIndexesEverywhere();
+  return [...asLeft, ...(await Promise.all(recordDatabases().map(textIndexDifferences))).flat()];
 }
