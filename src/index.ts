@@ -28,7 +28,8 @@ export default {
     isMoveQueue(batch.queue) ? handleMoveQueue(batch as MessageBatch<MoveMessage>, env) : handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env),
   scheduled: (controller, env, ctx) => {
     // Every cron run gives new, resumed and stalled project moves their message and advances the
-    // text index's backfill (done in minutes, not hours); the minutely cron exists for these
+    // text index (its catch-up of the records written since the last run, then any backfill of
+    // older ones: docs/search.md, "The text index"); the minutely cron exists for these
     // alone, the others run the maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
     ctx.waitUntil(backfillTextIndexes(env));
