@@ -351,8 +351,7 @@ describe("has_children across runs", () => {
 describe("the record limit of a request", () => {
   const spans = (n: number) => Array.from({ length: n }, () => ({ type: "tool" }));
 
-  // 10,000 records in one batch also write their trigrams into the text index (migration 0016,
-  // docs/benchmarks.md "Text index"): more than vitest's 5 s default on a loaded machine.
+  // 10,000 records in one batch: more than vitest's 5 s default on a loaded machine.
   it("counts nested spans: 10,000 records pass, 10,001 are a 422 at the trace that crosses the limit", { timeout: 60_000 }, async () => {
     const accepted = await ingest({ log_stream_id: logStreamId, traces: [{ spans: spans(4_999) }, { spans: [{ type: "agent", spans: spans(4_998) }] }] });
     expect(accepted.status, JSON.stringify(accepted.body).slice(0, 300)).toBe(200);
