@@ -36,6 +36,9 @@ export default defineConfig(async () => {
                   // One page of 100 roots per export queue message: the tests' exports span several
                   // messages, so the partial part is carried between them (test/export-url.test.ts).
                   EXPORT_PAGES_PER_MESSAGE: "1",
+                  // A bound the test datasets reach, so that searches run both with the text index
+                  // and past its bound (the scan); test/text-index-search.test.ts checks both.
+                  TEXT_INDEX_MAX_CANDIDATES: "40",
                 },
                 // An empty database for the migration tests (test/migrations.test.ts), which apply
                 // the migrations step by step with data in between.

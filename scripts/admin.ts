@@ -31,6 +31,7 @@ import {
   setRoleCommand,
 } from "./lib/admin-commands";
 import { readPassword } from "./lib/read-password";
+import { exportShardCommand, importShardCommand } from "./lib/backup-commands";
 import { moveProjectCommand, moveStatusCommand } from "./lib/move-commands";
 import { shardsReport } from "./lib/shard-report";
 import { type D1Target, WranglerError } from "./lib/wrangler";
@@ -56,6 +57,9 @@ Commands:
                   moves the project's records to another shard while the service runs
                   (docs/sharding.md, "Moving a project"); again on a paused move: resumes it
   move-status     --project PROJECT_ID | --move MOVE_ID   a move's phase and progress
+  export-shard    --shard BINDING --output FILE   the shard's tables as SQL, without the text index
+  import-shard    --shard BINDING --file FILE     into an empty migrated shard; rebuilds the text
+                  index (docs/sharding.md, "Backups")
 
 Where:
   --local            the local database of \`npm start\` / \`wrangler dev\` (default)
@@ -65,7 +69,8 @@ Where:
 Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key", "key_id"}
 (the key is shown once, only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
 {"organization_id", "default_retention_days"} (default-retention),
-{"move_id", "phase", "status", "progress", ...} (move-project, move-status).
+{"move_id", "phase", "status", "progress", ...} (move-project, move-status),
+{"shard", "file", "tables"} (export-shard), {"shard", "file", "records", ...} (import-shard).
 
 move-project --url: the local worker to start the move at once (default http://127.0.0.1:8787,
 npm start's address); deployed, the worker's minutely cron starts it. --wait: poll until the move
@@ -86,6 +91,12 @@ function required(values: Record<string, unknown>, name: string): string {
 function uuidOption(values: Record<string, unknown>, name: string): string {
   const value = required(values, name).trim().toLowerCase();
   if (!UUID.test(value)) throw new UsageError(`--${name} must be a UUID, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function bindingOption(values: Record<string, unknown>, name: string): string {
+  const value = required(values, name).trim();
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(value)) throw new UsageError(`--${name} must be a D1 binding name such as SHARD_0, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -128,6 +139,9 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       url: { type: "string" },
       wait: { type: "boolean" },
       timeout: { type: "string" },
+      shard: { type: "string" },
+      output: { type: "string" },
+      file: { type: "string" },
       local: { type: "boolean" },
       remote: { type: "boolean" },
       "persist-to": { type: "string" },
@@ -196,6 +210,10 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       if (values.move !== undefined) return moveStatusCommand({ moveId: uuidOption(values, "move") }, target);
       return moveStatusCommand({ projectId: uuidOption(values, "project") }, target);
     }
+    case "export-shard":
+      return exportShardCommand(bindingOption(values, "shard"), required(values, "output"), target);
+    case "import-shard":
+      return importShardCommand(bindingOption(values, "shard"), required(values, "file"), target);
     default:
       throw new UsageError(`unknown command ${JSON.stringify(command)}`);
   }

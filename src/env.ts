@@ -60,6 +60,7 @@ declare global {
       /** Configurable limits (src/limits/limit-settings.ts, docs/limits.md); unset means the default. */
       ORG_CONCURRENT_SCANS?: string;
       ORG_SCAN_TIME_PERCENT?: string;
+      TEXT_INDEX_MAX_CANDIDATES?: string;
       PASSWORD_FREE_FAILURES_PER_EMAIL?: string;
       PASSWORD_FREE_FAILURES_PER_IP?: string;
       PASSWORD_MAX_LOCKOUT_SECONDS?: string;

@@ -4,6 +4,7 @@ import type { DeletionMessage, Env, ExportMessage, MoveMessage } from "./env";
 import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
 import { refreshMetricCellsEverywhere, runScheduledMaintenance } from "./maintenance/scheduled";
+import { backfillTextIndexes } from "./text-index/backfill";
 import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
 import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
 
@@ -34,9 +35,12 @@ export default {
     await removeDueExportFiles(env).catch((error) => console.error(`export files: removal failed: ${error instanceof Error ? error.message : String(error)}`));
   },
   scheduled: (controller, env, ctx) => {
-    // Every cron run gives new, resumed and stalled project moves their message; the minutely
-    // cron exists for that (and the metric cells' refresh), the others run the maintenance too.
+    // Every cron run gives new, resumed and stalled project moves their message and advances the
+    // text index (its catch-up of the records written since the last run, then any backfill of
+    // older ones: docs/search.md, "The text index"); the minutely cron exists for these
+    // alone, the others run the maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
+    ctx.waitUntil(backfillTextIndexes(env));
     // Every cron run, too: the pre-aggregated metric cells of hours that writes marked.
     ctx.waitUntil(refreshMetricCellsEverywhere(env));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));

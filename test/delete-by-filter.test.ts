@@ -10,6 +10,7 @@ import { DELETION_QUEUE, type Run, createRun, deliver, getJob, postSession, post
 import { call } from "./support/client";
 import { recordDatabases } from "./support/record-dbs";
 import { type Tenant, addUser, createTenant } from "./support/tenants";
+import { catchUpTextIndexesEverywhere, textIndexDifferencesEverywhere } from "./support/text-index";
 
 const uuid = () => crypto.randomUUID();
 
@@ -51,6 +52,8 @@ async function seedTraces(tenant: Tenant) {
     { id: keep1, name: "kept", spans: [{ id: k1, type: "llm", name: "doomed", input: "q", output: "a" }] },
     { id: keep2, name: "kept too", session_id: session },
   ]);
+  // Indexed, as the minutely catch-up leaves records: the deletion must remove them from the index.
+  await catchUpTextIndexesEverywhere();
   const doomed = new Set([t1, t2, s1, s1a, s1b, s2].map((id) => key(run, id)));
   return { run, session, doomed, ids: { t1, t2, keep1, keep2, s1, s1a, s1b, s2, k1 } };
 }
@@ -183,6 +186,26 @@ describe("deleting", () => {
     expect(again.explicitAcks).toContain("again");
     expect((await getJob(admin, jobId)).progress).toEqual(job.progress);
     expect(await snapshot()).toEqual(without(before, doomed));
+  });
+
+  it("keeps the text index exact: deleted by a substring filter, in chunks, the erased text is no longer found", { timeout: 60_000 }, async () => {
+    const run = await createRun(admin);
+    const ticket = (i: number, text: string) => ({ id: uuid(), name: `ticket ${i}`, input: text, spans: [{ id: uuid(), type: "llm", name: "answer", input: text, output: `re: ${text}` }] });
+    const doomed = Array.from({ length: 5 }, (_, i) => ticket(i, `Refund for order KX-${i}`));
+    const kept = [ticket(10, "an order shipped"), ticket(11, "refunds are not here")];
+    await postTraces(admin, run, [...doomed, ...kept]);
+    deletionTestSeam.chunkLimits = { roots: 2, sessionTraces: 2, spans: 2 };
+    const refund = { type: "text", column_id: "input", operator: "contains", value: "REFUND FOR", case_sensitive: false };
+    const answer = await deleteByFilter(admin, run, "traces", [refund]);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body).toMatchObject({ job_id: null, deleted: { traces: 5, spans: 5 } });
+    expect(await textIndexDifferencesEverywhere()).toEqual([]);
+    // Search by the index (an indexed needle) finds only what is left.
+    const found = async (filter: unknown, segment = "traces") =>
+      (await call(`/v2/projects/${run.projectId}/${segment}/partial_search`, { as: admin, body: { log_stream_id: run.logStreamId, filters: [filter] } })).body.records.map((r: { id: string }) => r.id).sort();
+    expect(await found(refund)).toEqual([]);
+    expect(await found({ ...refund, value: "order" })).toEqual([kept[0]!.id]);
+    expect(await found({ type: "text", column_id: "output", operator: "contains", value: "re: refund", case_sensitive: false }, "spans")).toEqual([kept[1]!.spans[0]!.id]);
   });
 
   it("matches live records at each chunk: a record that stops matching mid-job stays", async () => {

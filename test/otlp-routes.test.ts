@@ -15,6 +15,7 @@ import { call } from "./support/client";
 import { exportRequest, gzip, jsonBody, otlpSpan, postOtlp, protobufBody, randomHex } from "./support/otlp-requests";
 import { createTenant, type Tenant } from "./support/tenants";
 import { allRecordDbs } from "./support/record-dbs";
+import { textIndexDifferencesEverywhere } from "./support/text-index";
 
 let tenant: Tenant;
 let other: Tenant;
@@ -175,6 +176,8 @@ describe("order of arrival and retries", () => {
     expect(spansFound[0]).toMatchObject({ is_complete: true, session_id: sessions[0]!.id, parent_id: root.id });
     const counted = await call(`/v2/projects/${projectId}/traces/partial_search`, { as: tenant, body: { log_stream_id: runId, include_counts: true, select_columns: { column_ids: ["name"] } } });
     expect(counted.body.records[0].num_spans).toBe(5);
+    // The text index follows every write and removal (migration 0012).
+    expect(await textIndexDifferencesEverywhere()).toEqual([]);
   });
 });
 

@@ -16,6 +16,7 @@ import { DELETION_QUEUE, type Row, capturingBindings, deliver, postSession, post
 import { call } from "./support/client";
 import { recordsOf } from "./support/record-dbs";
 import { type Tenant, addUser, createTenant } from "./support/tenants";
+import { textIndexDifferencesEverywhere } from "./support/text-index";
 
 const DAY_MS = 86_400_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -305,6 +306,8 @@ describe("the hourly expiry", () => {
           const again = await runExpiry(atMs);
           expect(again.outcome.jobs.some((j) => j.organizationId === admin.organizationId)).toBe(false);
           await drain(again.sent);
+          // The text index follows every write and removal (migration 0012).
+          expect(await textIndexDifferencesEverywhere()).toEqual([]);
         },
       ),
       { numRuns: 12 },

@@ -13,6 +13,7 @@ import { call } from "./support/client";
 import { type Tenant, createTenant } from "./support/tenants";
 import { allRecordDbs } from "./support/record-dbs";
 import { METRIC_ROWS } from "./support/metric-rows";
+import { textIndexDifferencesEverywhere } from "./support/text-index";
 
 interface Stream {
   projectId: string;
@@ -166,6 +167,8 @@ describe("streaming calls in any order, any of them repeated", () => {
           }
           for (const c of deliveries) await send(c);
           expect(await stateOf(shuffled)).toEqual(expected);
+          // The text index follows every write and removal (migration 0012).
+          expect(await textIndexDifferencesEverywhere()).toEqual([]);
         },
       ),
       { numRuns: 25 },

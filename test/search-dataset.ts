@@ -12,7 +12,7 @@ import { isoMicros, type RefRecord } from "./search-reference-evaluator";
 
 export const POOLS = {
   names: ["alpha", "Alpha", "beta", "gamma ray", "Ünïcode é", ""],
-  texts: ["hello world", "Hello World", "find the needle", "NEEDLE in haystack", "ünïcode ÉCOLE", "50% off_sale", ""],
+  texts: ["hello world", "Hello World", "find the needle", "NEEDLE in haystack", "ünïcode ÉCOLE", "50% off_sale", "Straße \u212Aelvin l'école", ""],
   models: ["gpt-4o", "GPT-4o", "claude-3"],
   env: ["prod", "Prod", "dev"],
   customer: ["c1", "c2", "c10"],

@@ -8,6 +8,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { call } from "./support/client";
 import { addUser, createTenant, type Tenant } from "./support/tenants";
+import { catchUpTextIndexesEverywhere } from "./support/text-index";
 import { createRun, datasetArbitrary, ingestDataset, isoAt, POOLS } from "./search-dataset";
 import { columnAppliesTo, evaluate, type Family, type RefRecord } from "./search-reference-evaluator";
 
@@ -23,10 +24,22 @@ function idOf(records: readonly RefRecord[], n: number, field: "id" | "session_i
   return values.length > 0 ? values[n % values.length]! : crypto.randomUUID();
 }
 
+/**
+ * A substring of the value, of any length from one character (by code point): needles of three
+ * characters and more on name, input and output are answered through the text index
+ * (src/search/text-driver.ts), shorter ones by the scan, and the answers must not differ.
+ */
+function substringOf(value: string, start: number, length: number): string {
+  const chars = Array.from(value);
+  if (chars.length === 0) return value;
+  const from = start % chars.length;
+  return chars.slice(from, from + 1 + (length % (chars.length - from))).join("");
+}
+
 const textColumns: Record<string, readonly string[]> = {
   name: POOLS.names,
-  input: ["hello", "needle", "NEEDLE", "ünïcode", "%", "_", "hello world", "role"],
-  output: ["hello", "needle", "content", "Hello World"],
+  input: ["hello", "needle", "NEEDLE", "ünïcode", "%", "_", "hello world", "role", "école", "ÉCOLE", "n haystack", "\"content\":", "\u212Aelvin", "kelvin"],
+  output: ["hello", "needle", "content", "Hello World", "ÜNÏCODE", "world\""],
   external_id: POOLS.externalIds,
   error_message: POOLS.errors,
   dataset_input: POOLS.datasetInputs,
@@ -65,11 +78,11 @@ function leafArb(family: Family): fc.Arbitrary<Deferred<Record<string, unknown>>
   leaves.push(
     pick(texts).chain((column) =>
       fc
-        .tuple(named(column, "text"), pick(["eq", "ne", "contains", "one_of", "not_in"]), fc.subarray([...textColumns[column]!], { minLength: 1 }), fc.boolean())
-        .map(([head, operator, values, cs]) => () => ({
+        .tuple(named(column, "text"), pick(["eq", "ne", "contains", "one_of", "not_in"]), fc.subarray([...textColumns[column]!], { minLength: 1 }), fc.boolean(), fc.nat(), fc.nat())
+        .map(([head, operator, values, cs, start, length]) => () => ({
           ...head,
           operator,
-          value: operator === "one_of" || operator === "not_in" ? values : values[0]!.slice(0, operator === "contains" ? 3 : undefined),
+          value: operator === "one_of" || operator === "not_in" ? values : operator === "contains" ? substringOf(values[0]!, start, length) : values[0]!,
           case_sensitive: cs,
         })),
     ),
@@ -261,7 +274,11 @@ describe("search: answers equal the reference evaluator", () => {
           const { projectId, runId } = await createRun(tenant);
           const records = await ingestDataset(tenant, { projectId, runId }, dataset);
           const annotations = await annotate(projectId, records as RefRecord[], ratingPlan);
-          for (const [family, request] of plan) await checkWalk(tenant, projectId, runId, records, family, request, annotations);
+          // Half the requests right after the ingest (its records not indexed yet: the text index
+          // reads them as the unindexed tail), half once the cron's catch-up has indexed them.
+          for (const [family, request] of plan.slice(0, 8)) await checkWalk(tenant, projectId, runId, records, family, request, annotations);
+          await catchUpTextIndexesEverywhere();
+          for (const [family, request] of plan.slice(8)) await checkWalk(tenant, projectId, runId, records, family, request, annotations);
         },
       ),
       // Shrinking re-ingests a dataset per attempt: bound it so a failure is reported in time.

@@ -22,6 +22,7 @@ const SHARD_TABLES = [
   "shard_projects",
   "shard_jobs",
   "shard_project_changes",
+  "records_text_backfill",
   "rollup_backfill",
   "annotation_templates",
   "annotation_ratings",
@@ -35,6 +36,9 @@ const SHARD_TABLES = [
   "metric_cell_backfill",
   "span_model_prices",
 ];
+
+/** The text index (migration 0016) and the tables FTS5 keeps it in. */
+const TEXT_INDEX_TABLES = ["records_text", "records_text_config", "records_text_data", "records_text_idx"];
 
 async function describeTable(db: D1Database, table: string) {
   const columns = await db.prepare(`SELECT name, type, "notnull", dflt_value, pk FROM pragma_table_info(?1) ORDER BY cid`).bind(table).all();
@@ -67,6 +71,13 @@ describe("the shard schema", () => {
 
   it("holds no catalog table", async () => {
     const tables = await env.SHARD_0.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'd1_%' AND name NOT LIKE '_cf_%' AND name NOT LIKE 'sqlite_%' ORDER BY name").all<{ name: string }>();
-    expect(tables.results.map((t) => t.name).sort()).toEqual([...SHARD_TABLES].sort());
+    expect(tables.results.map((t) => t.name).sort()).toEqual([...SHARD_TABLES, ...TEXT_INDEX_TABLES].sort());
+  });
+
+  it("has the catalog's text index, declared word for word", async () => {
+    const declared = async (db: D1Database) =>
+      (await db.prepare("SELECT name, sql FROM sqlite_master WHERE name = 'records_text'").all<{ name: string; sql: string }>()).results.map((t) => normalized(t.sql));
+    expect(await declared(env.SHARD_0)).toEqual(await declared(env.DB));
+    expect(await declared(env.DB)).toHaveLength(1);
   });
 });

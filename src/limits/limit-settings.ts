@@ -20,6 +20,11 @@ export const LIMIT_DEFAULTS = {
    * back reaches the budget and is refused).
    */
   ORG_SCAN_TIME_PERCENT: 10,
+  /**
+   * Most candidates a substring search may take from the text index (src/search/text-driver.ts);
+   * a needle the run holds more often is answered by a scan-class search.
+   */
+  TEXT_INDEX_MAX_CANDIDATES: 20_000,
   /** Failed password checks per email before lock-outs start. */
   PASSWORD_FREE_FAILURES_PER_EMAIL: 5,
   /** Failed password checks per client IP before lock-outs start (an office shares one IP). */

@@ -33,6 +33,7 @@ import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, gu
 import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
+import { TEXT_CANDIDATES_READ_ALL, type TextDriver, textCandidates, textDriverOf } from "./text-driver";
 import { RATINGS_COLUMN, ratingsJsonSql } from "../annotations/record-feedback";
 
 export interface SearchScope {
@@ -45,6 +46,20 @@ export interface SearchScope {
 export interface CompiledStatement {
   sql: string;
   params: [string];
+}
+
+export interface CompiledSearch extends CompiledStatement {
+  /**
+   * When the text index drives the page: a statement counting its candidates (at most the bound
+   * + 1), to run beside the page. More than the bound means the page is not to be trusted: the
+   * search is to be run again without the index (text-driver.ts).
+   */
+  candidateCount?: CompiledStatement;
+}
+
+export interface CompileOptions {
+  /** The most candidates the text index may yield, or null to never use the index. */
+  textIndexBound: number | null;
 }
 
 const dialect = new SQLiteAsyncDialect();
@@ -135,6 +150,34 @@ function recordsPlan(ctx: Context): SQL {
       ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}`
       : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
   return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+}
+
+// ---- text-index-driven plan ------------------------------------------------------------------
+
+/**
+ * The page from the text index's candidates (text-driver.ts, materialized once as "tcand"), each
+ * checked against the whole filter (the driving leaf included), in two arms of which exactly one
+ * runs (a constant test on the candidate count):
+ * - few candidates (at most TEXT_CANDIDATES_READ_ALL): each is read by row key and the matches
+ *   sorted, in any order but a metric's;
+ * - more, in the native or id order: the run's order index is walked as the records plan walks
+ *   it, and only entries among the candidates are read, so a common needle fills its page after
+ *   a few hundred entries instead of reading all of its candidates. (Other orders read them all.)
+ */
+function textPlan(ctx: Context): SQL {
+  const { query, pack, direction } = ctx;
+  const dir = sql.raw(direction);
+  const sort = query.sort ? sortExpression(query.sort.column, pack) : { expression: sql`${r.createdAt}`, nullable: false };
+  const order = sort.nullable ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}` : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
+  const byId = query.sort !== null && isColumn(query.sort.column, "id");
+  const walkable = byId || query.sort === null || isColumn(query.sort.column, "created_at");
+  const few = pack.value(TEXT_CANDIDATES_READ_ALL);
+  const count = sql.raw(`(SELECT count(*) FROM "tcand")`);
+  const readAll = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM "tcand" CROSS JOIN ${from(r)} ON ${r.rid} = "tcand"."rid" WHERE ${walkable ? sql`${count} <= ${few} AND ` : sql``}${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+  if (!walkable) return readAll;
+  // The unary + keeps SQLite from driving by the candidates' row keys: the order index drives.
+  const walk = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${count} > ${few} AND ${baseConditions(ctx)} AND +${r.rid} IN (SELECT "rid" FROM "tcand") AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${byId ? sql`${r.id} ${dir}` : order} ${pageLimit(ctx)}`;
+  return sql`SELECT * FROM (${readAll}) UNION ALL SELECT * FROM (${walk})`;
 }
 
 // ---- side-table-driven plan (native order) ----------------------------------------------------
@@ -329,7 +372,13 @@ function rowBytes(names: readonly string[], query: SearchQuery): SQL {
   return sql.raw(terms.length === 0 ? "0" : terms.join(" + "));
 }
 
-export function compileSearchQuery(query: SearchQuery, scope: SearchScope): CompiledStatement {
+/** The text index's driver of this search under these options, if it has one. */
+export function usableTextDriver(query: SearchQuery, options: CompileOptions): TextDriver | undefined {
+  if (options.textIndexBound === null || query.sort?.column.kind === "metric") return undefined;
+  return textDriverOf(query);
+}
+
+export function compileSearchQuery(query: SearchQuery, scope: SearchScope, options: CompileOptions = { textIndexBound: null }): CompiledSearch {
   const pack = new SqlParamPack();
   const ascending = query.sort?.ascending ?? false;
   const names = storageNeeded(query);
@@ -344,7 +393,13 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   const path = accessPathOf(query);
   let prefix = sql``;
   let inner: SQL;
-  if (path.kind === "metric") {
+  const textDriver = usableTextDriver(query, options);
+  let candidates: SQL | undefined;
+  if (textDriver) {
+    candidates = textCandidates(textDriver, ctx.familyKey, pack, options.textIndexBound!);
+    prefix = sql`WITH "tcand"("rid") AS MATERIALIZED (${candidates}) `;
+    inner = textPlan(ctx);
+  } else if (path.kind === "metric") {
     const plan = metricPlan(ctx, path.name);
     prefix = plan.with;
     inner = plan.inner;
@@ -364,5 +419,10 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope): Comp
   // feedback fields (src/annotations/record-feedback.ts).
   const ratings = query.projection.feedback ? sql.raw(`, ${ratingsJsonSql(`"page"."rid"`)} AS "${RATINGS_COLUMN}"`) : sql``;
   const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}${ratings}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
-  return { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
+  const compiled: CompiledSearch = { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
+  if (candidates) {
+    // Rendered after the page so that both share the one parameter (the pack is complete).
+    compiled.candidateCount = { sql: dialect.sqlToQuery(sql`SELECT count(*) AS "candidates" FROM (${candidates})`).sql, params: compiled.params };
+  }
+  return compiled;
 }

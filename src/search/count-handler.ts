@@ -11,13 +11,14 @@ import { runSelectorOf } from "../projects/run-selector";
 import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { bindAnnotationColumns } from "./bind-annotation-columns";
-import { compileSearchQuery } from "./compile-search-query";
+import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
 import { COUNT_CAP, countRoute } from "./count-routes";
 import { normalizeSearchRequest } from "./normalize-search-request";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
-import { withinSearchAdmission } from "./search-cost";
+import { withinTextIndexedAdmission } from "./search-cost";
 import { SEARCH_FAMILIES } from "./search-routes";
+import { throwOnCandidateOverflow } from "./text-driver";
 
 export function registerCounts(app: Router): void {
   for (const family of SEARCH_FAMILIES) {
@@ -41,7 +42,7 @@ export function registerCounts(app: Router): void {
 
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
       // One round trip to the project's shard, as a search (run-search.ts).
-      const count = () => onProjectShard(c, project_id, "read", async ({ db, route }) => {
+      const count = (options: CompileOptions) => onProjectShard(c, project_id, "read", async ({ db, route }) => {
         await bindAnnotationColumns(db, project_id, query);
         // Expired records are not counted, as they are not shown (retention-window.ts).
         const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
@@ -49,14 +50,16 @@ export function registerCounts(app: Router): void {
           projectId: project_id,
           runId: selector.runId,
           runKind: selector.kind,
-        });
-        const [state, owned, counted] = await db.batch<{ total: number }>([
+        }, options);
+        const [state, owned, counted, candidates] = await db.batch<{ total: number }>([
           projectStateStatement(db, project_id),
           db.prepare(ownership.sql).bind(...ownership.params),
           // The statement returns at most COUNT_CAP + 1 rows: one more than the cap says "capped".
           db.prepare(`SELECT count(*) AS "total" FROM (${page.sql})`).bind(...page.params),
+          ...(page.candidateCount ? [db.prepare(page.candidateCount.sql).bind(...page.candidateCount.params)] : []),
         ]);
         if (!readableHere(state)) throw new ProjectNotOnShardError(project_id);
+        throwOnCandidateOverflow(candidates, options);
         if ((owned?.results.length ?? 0) === 0) {
           // Not the caller's run (404), or one not yet copied to the shard: no records there.
           await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
@@ -66,7 +69,7 @@ export function registerCounts(app: Router): void {
       });
       // A count whose filter no index narrows (a substring, an unindexed column, ...) reads every
       // row of the run, as the search would: it is admitted by the same classification.
-      const total = await withinSearchAdmission(c.env, principal.organizationId, query, count);
+      const total = await withinTextIndexedAdmission(c.env, principal.organizationId, query, count);
       return c.json({ total_count: Math.min(total, COUNT_CAP), capped: total > COUNT_CAP }, 200);
     });
   }

@@ -7,9 +7,10 @@ import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard"
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
 import { bindAnnotationColumns } from "./bind-annotation-columns";
-import { compileSearchQuery } from "./compile-search-query";
+import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
 import type { SearchQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
+import { throwOnCandidateOverflow } from "./text-driver";
 import type { SearchResponse } from "./search-schemas";
 import { type StoredRow, shapeRecord } from "./shape-record";
 
@@ -26,6 +27,7 @@ export async function runSearch(
   projectId: string,
   selector: RunSelector,
   query: SearchQuery,
+  options: CompileOptions,
 ): Promise<SearchResponse> {
   const principal = c.get("principal");
   const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
@@ -36,15 +38,19 @@ export async function runSearch(
       projectId,
       runId: selector.runId,
       runKind: selector.kind,
-    });
+    }, options);
     const feedback = query.projection.feedback;
-    const [state, owned, rows, templates] = await db.batch<StoredRow>([
+    const [state, owned, rows, ...optional] = await db.batch<StoredRow>([
       projectStateStatement(db, projectId),
       db.prepare(ownership.sql).bind(...ownership.params),
       db.prepare(page.sql).bind(...page.params),
       ...(feedback ? [feedbackTemplatesStatement(db, projectId)] : []),
+      ...(page.candidateCount ? [db.prepare(page.candidateCount.sql).bind(...page.candidateCount.params)] : []),
     ]);
+    const templates = feedback ? optional.shift() : undefined;
+    const candidates = page.candidateCount ? optional.shift() : undefined;
     if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+    throwOnCandidateOverflow(candidates, options);
     if ((owned?.results.length ?? 0) === 0) {
       // Not the caller's run (a 404 from the catalog), or a run whose copy has not reached the
       // shard: it has no records there yet (a record's write copies its run first).

@@ -12,6 +12,16 @@
  * scan-class on its own); one that reads a run some other way states its cost to
  * `withinScanAdmission` (src/limits/scan-admission.ts) itself, as the deletion dry run does.
  *
+ * Search and count may also be served by the text index (text-driver.ts: a top-level `contains`
+ * or `eq` on name, input or output with at least three characters): such a search is indexed
+ * whatever else it asks, since its every leaf, sort and offset works on at most
+ * TEXT_INDEX_MAX_CANDIDATES candidates (classifySearchCost with `textIndex`). When the run holds
+ * more candidates than that, it runs again without the index, classified as below
+ * (withinTextIndexedAdmission). Export, delete-by-filter and the metrics routes compile without
+ * the text index (their statements re-run page after page or chunk after chunk, and a bound on
+ * candidates would have to hold for every one of them), so they classify without `textIndex`:
+ * a substring filter stays scan-class there, as the statement they run really scans.
+ *
  * The class follows the access path compileSearchQuery gives the statement (accessPathOf): a
  * search is indexed when every leaf of its filter narrows the index that drives the statement,
  * so the rows read are the rows returned (plus any skipped by the offset). A leaf the driving
@@ -35,11 +45,13 @@
  * test/scan-classification.test.ts checks each shape against its real query plan.
  */
 import type { Env } from "../env";
+import { limitSetting } from "../limits/limit-settings";
 import { type QueryCost, withinScanAdmission } from "../limits/scan-admission";
-import { accessPathOf, type AccessPath } from "./compile-search-query";
+import { accessPathOf, type AccessPath, type CompileOptions, usableTextDriver } from "./compile-search-query";
 import { conjunctsOf } from "./compile-filter-tree";
 import type { ColumnRef } from "./search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
+import { TextCandidatesOverflow } from "./text-driver";
 
 /** Offsets from here on are scan-class: about 5 ms of index walk at 1M records, growing linearly. */
 export const DEEP_OFFSET = 50_000;
@@ -126,7 +138,9 @@ function leavesWithContext(root: FilterNode): { leaf: FilterLeaf; underOrNot: bo
   return out;
 }
 
-export function classifySearchCost(query: SearchQuery): SearchCost {
+/** `textIndex`: as search and count run it, served by the text index when it can be. */
+export function classifySearchCost(query: SearchQuery, { textIndex = false }: { textIndex?: boolean } = {}): SearchCost {
+  if (textIndex && usableTextDriver(query, { textIndexBound: 1 })) return { class: "indexed" };
   const narrowing = narrowingLeaves(query, accessPathOf(query));
   const reasons = new Set<string>();
   for (const { leaf, underOrNot } of leavesWithContext(query.filter)) {
@@ -145,4 +159,22 @@ export function classifySearchCost(query: SearchQuery): SearchCost {
  */
 export function withinSearchAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: () => Promise<T>): Promise<T> {
   return withinScanAdmission(env, organizationId, classifySearchCost(query), work);
+}
+
+/**
+ * withinSearchAdmission for search and count, which the text index may serve: `work` compiles
+ * with the options it is given. A search the index can drive runs at once with it; if the index
+ * yields more candidates than the bound (`work` throws TextCandidatesOverflow), it runs again
+ * without the index, admitted as that search is.
+ */
+export async function withinTextIndexedAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: (options: CompileOptions) => Promise<T>): Promise<T> {
+  const bound = limitSetting(env, "TEXT_INDEX_MAX_CANDIDATES");
+  if (usableTextDriver(query, { textIndexBound: bound })) {
+    try {
+      return await work({ textIndexBound: bound });
+    } catch (error) {
+      if (!(error instanceof TextCandidatesOverflow)) throw error;
+    }
+  }
+  return withinSearchAdmission(env, organizationId, query, () => work({ textIndexBound: null }));
 }

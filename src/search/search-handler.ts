@@ -2,7 +2,7 @@ import type { Router } from "../http/create-router";
 import { runSelectorOf } from "../projects/run-selector";
 import { normalizeSearchRequest, type SearchMode } from "./normalize-search-request";
 import { runSearch } from "./run-search";
-import { withinSearchAdmission } from "./search-cost";
+import { withinTextIndexedAdmission } from "./search-cost";
 import { SEARCH_FAMILIES, searchRoute } from "./search-routes";
 import { registerFilterDocs } from "./search-schemas";
 
@@ -17,7 +17,7 @@ export function registerSearch(app: Router): void {
         // Validation (422) comes before the ownership check (404), as in FastAPI.
         const query = normalizeSearchRequest(body, family, mode);
         const principal = c.get("principal");
-        const response = await withinSearchAdmission(c.env, principal.organizationId, query, () => runSearch(c, project_id, runSelectorOf(body), query));
+        const response = await withinTextIndexedAdmission(c.env, principal.organizationId, query, (options) => runSearch(c, project_id, runSelectorOf(body), query, options));
         return c.json(response, 200);
       });
     }

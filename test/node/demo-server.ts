@@ -20,7 +20,7 @@ export interface DemoServer {
   stop(): Promise<void>;
 }
 
-export async function startDemoServer(timeoutMs = 170_000): Promise<DemoServer> {
+export async function startDemoServer(timeoutMs = 600_000): Promise<DemoServer> {
   const persistTo = mkdtempSync(join(tmpdir(), "trace-store-ui-"));
   const port = await freePort();
   const child: ChildProcess = spawn(join(ROOT, "node_modules", ".bin", "tsx"), ["scripts/start.ts", "--persist-to", persistTo], {

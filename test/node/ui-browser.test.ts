@@ -331,6 +331,63 @@ describe("trace explorer", () => {
     expect(new URL(admin.url()).searchParams.get("open")).toBeNull();
   });
 
+  it("finds typed text in inputs, outputs and names (debounced, from 3 characters, with the filter tree), marked in the table and the open trace", async () => {
+    const anyColumn = (text: string) => ({ or: ["input", "output", "name"].map((column_id) => ({ type: "text", column_id, operator: "contains", value: text, case_sensitive: false })) });
+    await admin.goto(runPath("traces"));
+    await waitForRows(admin, 7);
+    const searches: string[] = [];
+    const listen = (request: { url(): string; method(): string }) => {
+      if (request.method() === "POST" && request.url().endsWith("/traces/partial_search")) searches.push(request.url());
+    };
+    admin.on("request", listen);
+    const box = admin.getByTestId("text-search");
+    // Two characters: no search, a hint.
+    await box.pressSequentially("RE", { delay: 30 });
+    await admin.getByText("at least 3 characters").waitFor();
+    await admin.waitForTimeout(600);
+    expect(searches).toEqual([]);
+    // The rest of the word, typed: searched once it pauses (not once per keystroke: 4 searches).
+    await box.pressSequentially("FUND", { delay: 30 });
+    await expect.poll(() => new URL(admin.url()).searchParams.get("q")).toBe("REFUND");
+    const expected = await searchIds("traces", { filter_tree: anyColumn("REFUND") });
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(7);
+    await expect.poll(() => rowIds(admin)).toEqual(expected);
+    await admin.waitForTimeout(600);
+    admin.off("request", listen);
+    expect(searches.length).toBeGreaterThan(0);
+    expect(searches.length).toBeLessThan(4);
+    // The total comes with the count request, after the rows (slower on a loaded machine).
+    await expect.poll(() => admin.getByTestId("page-range").textContent(), { timeout: 15_000 }).toBe(`1–${expected.length} of ${expected.length}`);
+    // Every match on screen is marked, case folded as the service folds it.
+    const marks = await admin.locator("table.records tbody mark").allTextContents();
+    expect(marks.length).toBeGreaterThan(0);
+    for (const mark of marks) expect(mark.toLowerCase()).toBe("refund");
+    await shot(admin, "text-search");
+
+    // With a filter tree: the rows are the API's for the tree AND the text.
+    const tree = { type: "text", column_id: "name", operator: "contains", value: "follow-up", case_sensitive: true };
+    await admin.goto(runPath("traces", `?filter=${encodeURIComponent(JSON.stringify(tree))}&q=refund`));
+    const both = await searchIds("traces", { filter_tree: { and: [tree, anyColumn("refund")] } });
+    expect(both.length).toBeGreaterThan(0);
+    expect(both.length).toBeLessThan(expected.length);
+    await expect.poll(() => rowIds(admin)).toEqual(both);
+    expect(await box.inputValue()).toBe("refund");
+
+    // The open trace marks the text in its tree, its names and the selected span's input and output.
+    await admin.locator("table.records tbody tr").first().click();
+    const view = admin.getByTestId("trace-view");
+    await view.getByRole("tree").waitFor();
+    await expect.poll(() => view.locator("mark").count()).toBeGreaterThan(0);
+    for (const mark of await view.locator("mark").allTextContents()) expect(mark.toLowerCase()).toBe("refund");
+
+    // Clearing the box (Escape) shows every trace again.
+    await box.press("Escape");
+    await expect.poll(() => new URL(admin.url()).searchParams.get("q")).toBeNull();
+    await expect.poll(() => admin.locator("table.records tbody tr").count()).toBeGreaterThan(both.length);
+    expect(await admin.locator("table.records tbody mark").count()).toBe(0);
+  });
+
   it("shows a failed tool call's error, and the trace view in the dark theme", async () => {
     const page = await newPage("dark");
     await signInWithKey(await (async () => (await page.goto("/"), page))(), server.demo.api_key);

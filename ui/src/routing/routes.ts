@@ -6,7 +6,7 @@
  *   /projects/{pid}/{log_streams|experiments}/{rid}/dashboard?range=&from=&to=&group=
  *                                                       the run's charts (ui/src/dashboard/)
  *   /projects/{pid}/{log_streams|experiments}/{rid}/{traces|spans|sessions}
- *       ?filter=<filter tree JSON>&sort=<column>:<asc|desc>&page=<n>&size=<n>&cols=<id,id>
+ *       ?filter=<filter tree JSON>&q=<searched text>&sort=<column>:<asc|desc>&page=<n>&size=<n>&cols=<id,id>
  *       &open=<trace or session id>&span=<span id>
  *   /erase                                              deletion by metadata (admins)
  *   /annotation-queues                                  the organization's annotation queues
@@ -23,6 +23,8 @@ export const DEFAULT_PAGE_SIZE = 50;
 
 export interface TableState {
   filter: FilterJson | null;
+  /** Text searched in inputs, outputs and names (ui/src/text-search), ANDed with the filter. */
+  text: string | null;
   sort: { column: string; ascending: boolean } | null;
   /** 1-based. */
   page: number;
@@ -77,6 +79,7 @@ export function parseTableState(params: URLSearchParams): TableState {
   const cols = params.get("cols");
   return {
     filter: parseFilter(params.get("filter")),
+    text: params.get("q") || null,
     sort: parseSort(params.get("sort")),
     page: positiveInt(params.get("page"), 1),
     size: (PAGE_SIZES as readonly number[]).includes(size) ? size : DEFAULT_PAGE_SIZE,
@@ -110,6 +113,7 @@ export function parseLocation(pathname: string, search: string): Route {
 export function tableQuery(table: Partial<TableState>): string {
   const params = new URLSearchParams();
   if (table.filter) params.set("filter", JSON.stringify(table.filter));
+  if (table.text) params.set("q", table.text);
   if (table.sort) params.set("sort", `${table.sort.column}:${table.sort.ascending ? "asc" : "desc"}`);
   if (table.page && table.page > 1) params.set("page", String(table.page));
   if (table.size && table.size !== DEFAULT_PAGE_SIZE) params.set("size", String(table.size));
@@ -145,5 +149,5 @@ export function hrefOf(route: Route): string {
 }
 
 export function emptyTable(): TableState {
-  return { filter: null, sort: null, page: 1, size: DEFAULT_PAGE_SIZE, cols: null, open: null, span: null };
+  return { filter: null, text: null, sort: null, page: 1, size: DEFAULT_PAGE_SIZE, cols: null, open: null, span: null };
 }

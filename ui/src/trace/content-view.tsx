@@ -6,16 +6,25 @@
 import type { ComponentChild } from "preact";
 import { useState } from "preact/hooks";
 import { asMessages } from "../format/values";
+import { Highlighted, useHasMatchAfter } from "../text-search/highlighted";
 import { jsonText, nestingDepth } from "./json-text";
 
 const TEXT_LIMIT = 1_000;
 
 export function LongText({ text }: { text: string }) {
   const [all, setAll] = useState(false);
-  if (text.length <= TEXT_LIMIT || all) return <div class="long-text">{text}</div>;
+  // A match of the text search past the cut: the whole text, so that the match is seen.
+  const matchPastCut = useHasMatchAfter(text, TEXT_LIMIT);
+  if (text.length <= TEXT_LIMIT || all || matchPastCut) {
+    return (
+      <div class="long-text">
+        <Highlighted text={text} />
+      </div>
+    );
+  }
   return (
     <div class="long-text">
-      {text.slice(0, TEXT_LIMIT)}…{" "}
+      <Highlighted text={text.slice(0, TEXT_LIMIT)} />…{" "}
       <button type="button" class="link-button" onClick={() => setAll(true)}>
         Show all ({text.length.toLocaleString("en-US")} characters)
       </button>
@@ -78,7 +87,9 @@ function JsonValue({ value, name, depth }: { value: unknown; name?: string; dept
     return (
       <div class="json-line">
         {label}
-        <span class={`json-${kind}`}>{typeof value === "string" ? JSON.stringify(value) : String(value)}</span>
+        <span class={`json-${kind}`}>
+          <Highlighted text={typeof value === "string" ? JSON.stringify(value) : String(value)} />
+        </span>
       </div>
     );
   }

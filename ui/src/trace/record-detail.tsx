@@ -2,6 +2,7 @@
 import type { ComponentChildren } from "preact";
 import type { ApiRecord } from "../api/types";
 import { formatDateTime, formatDurationMs, formatMetric } from "../format/values";
+import { Highlighted } from "../text-search/highlighted";
 import { ContentView } from "./content-view";
 import { durationMs } from "./span-tree";
 
@@ -32,7 +33,9 @@ export function RecordDetail({ record, units, children }: { record: ApiRecord; u
     <article class="record-detail" aria-label={`${record.type} ${String(record.name ?? "")}`} data-testid="record-detail">
       <header>
         <span class={`kind kind-${record.type}`}>{record.type}</span>
-        <h3>{String(record.name ?? "(unnamed)")}</h3>
+        <h3>
+          <Highlighted text={String(record.name ?? "(unnamed)")} />
+        </h3>
         <span class="muted mono small">{record.id}</span>
       </header>
       {record.error_message ? (

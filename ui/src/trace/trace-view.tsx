@@ -7,6 +7,7 @@ import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { fullSearch, getRecord, type RunRef } from "../api/endpoints";
 import type { ApiRecord } from "../api/types";
 import { formatDurationMs } from "../format/values";
+import { Highlighted } from "../text-search/highlighted";
 import { ErrorNotice } from "../views/error-notice";
 import { useApi } from "../views/use-api";
 import { RatingsPanel } from "../annotations/ratings-panel";
@@ -129,7 +130,7 @@ export function TraceView({ run, traceId, spanId, onSelect, onClose, units = new
       <div class="overlay-panel">
         <header class="overlay-header">
           <h2>
-            <span class="kind kind-trace">trace</span> {String(loaded.data?.trace.name ?? "…")}
+            <span class="kind kind-trace">trace</span> <Highlighted text={String(loaded.data?.trace.name ?? "…")} />
           </h2>
           {timeline ? (
             <span class="muted">
@@ -184,7 +185,9 @@ export function TraceView({ run, traceId, spanId, onSelect, onClose, units = new
                           <span class="twisty" />
                         )}
                         <span class={`kind kind-${node.record.type}`}>{node.record.type}</span>
-                        <span class="tree-name">{String(node.record.name ?? "")}</span>
+                        <span class="tree-name">
+                          <Highlighted text={String(node.record.name ?? "")} />
+                        </span>
                         {failed ? (
                           <span class="status-failed small" title={String(node.record.error_message ?? "")}>
                             ● {String(node.record.status_code)}

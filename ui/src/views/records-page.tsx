@@ -12,6 +12,9 @@ import { FilterBuilder } from "../filters/filter-builder";
 import { columnTitle } from "../format/values";
 import { Link, navigate } from "../routing/navigation";
 import { hrefOf, PAGE_SIZES, type Route, type TableState } from "../routing/routes";
+import { HighlightText } from "../text-search/highlighted";
+import { TextSearchBox } from "../text-search/search-box";
+import { withTextSearch } from "../text-search/text-query";
 import { SessionView } from "../trace/session-view";
 import { TraceView } from "../trace/trace-view";
 import { ColumnPicker } from "./column-picker";
@@ -72,7 +75,9 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
     return list;
   }, [visible, byId, family]);
 
-  const filterKey = JSON.stringify(table.filter);
+  // The filter tree the service is asked for: the user's tree and the searched text.
+  const searched = useMemo(() => withTextSearch(table.filter, table.text), [JSON.stringify(table.filter), table.text]);
+  const filterKey = JSON.stringify(searched);
   const sortKey = JSON.stringify(table.sort);
   const colsKey = visible.join(",");
   useEffect(() => {
@@ -85,7 +90,7 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
     // The columns shown, plus what opening a row and the metadata key suggestions need.
     const requested = [...new Set([...visible, "user_metadata", ...(family === "spans" ? ["trace_id"] : [])])];
     const search = partialSearch(run, family, {
-      filterTree: table.filter,
+      filterTree: searched,
       sort: table.sort,
       offset,
       limit: table.size,
@@ -93,7 +98,7 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
       includeCounts: family !== "spans",
       includeFeedback: visible.some(isAnnotationColumn),
     }).then((answer) => ({ answer, answeredAt: performance.now() }));
-    const count = countRecords(run, family, table.filter).catch(() => null);
+    const count = countRecords(run, family, searched).catch(() => null);
     search.then(
       async ({ answer, answeredAt }) => {
         if (!current) return;
@@ -156,7 +161,7 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
           {(["traces", "spans", "sessions"] as const).map((f) => (
             <Link
               key={f}
-              href={hrefOf({ ...route, family: f, table: { filter: null, sort: null, page: 1, size: table.size, cols: null, open: null, span: null } })}
+              href={hrefOf({ ...route, family: f, table: { filter: null, text: table.text, sort: null, page: 1, size: table.size, cols: null, open: null, span: null } })}
               aria-current={f === family ? "page" : undefined}
             >
               {FAMILY_LABELS[f]}
@@ -175,39 +180,42 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
       {showFilter && columns.data ? (
         <FilterBuilder columns={columns.data} metadataKeys={metadataKeys} value={table.filter} errors={validation} onApply={(filter) => setTable({ filter, page: 1 })} />
       ) : null}
+      <TextSearchBox value={table.text} onSearch={(text) => setTable({ text, page: 1 }, { replace: true })} />
       {error ? <ErrorNotice error={error} onRetry={() => setAttempt((n) => n + 1)} /> : null}
-      {page ? (
-        <>
-          <RecordsTable
-            columns={tableColumns}
-            records={page.records}
-            answeredAt={page.answeredAt}
-            sort={table.sort}
-            onSort={onSort}
-            onOpen={onOpen}
-            openId={family === "spans" ? table.span : table.open}
-          />
-          {page.records.length === 0 ? <p class="muted empty-table">No {family} match.</p> : null}
-        </>
-      ) : loading ? (
-        <p class="muted">Loading…</p>
-      ) : null}
-      <Pager
-        offset={offset}
-        shown={shown}
-        hasMore={page?.hasMore ?? false}
-        count={page?.count ?? null}
-        page={table.page}
-        size={table.size}
-        loading={loading}
-        onPage={(p) => setTable({ page: p })}
-        onSize={(size) => setTable({ size, page: 1 })}
-      />
-      {table.open && family === "sessions" ? (
-        <SessionView run={run} sessionId={table.open} onClose={() => setTable({ open: null, span: null })} />
-      ) : table.open ? (
-        <TraceView run={run} units={units} traceId={table.open} spanId={table.span} onSelect={(span) => setTable({ span }, { replace: true })} onClose={() => setTable({ open: null, span: null })} />
-      ) : null}
+      <HighlightText.Provider value={table.text}>
+        {page ? (
+          <>
+            <RecordsTable
+              columns={tableColumns}
+              records={page.records}
+              answeredAt={page.answeredAt}
+              sort={table.sort}
+              onSort={onSort}
+              onOpen={onOpen}
+              openId={family === "spans" ? table.span : table.open}
+            />
+            {page.records.length === 0 ? <p class="muted empty-table">No {family} match.</p> : null}
+          </>
+        ) : loading ? (
+          <p class="muted">Loading…</p>
+        ) : null}
+        <Pager
+          offset={offset}
+          shown={shown}
+          hasMore={page?.hasMore ?? false}
+          count={page?.count ?? null}
+          page={table.page}
+          size={table.size}
+          loading={loading}
+          onPage={(p) => setTable({ page: p })}
+          onSize={(size) => setTable({ size, page: 1 })}
+        />
+        {table.open && family === "sessions" ? (
+          <SessionView run={run} sessionId={table.open} onClose={() => setTable({ open: null, span: null })} />
+        ) : table.open ? (
+          <TraceView run={run} units={units} traceId={table.open} spanId={table.span} onSelect={(span) => setTable({ span }, { replace: true })} onClose={() => setTable({ open: null, span: null })} />
+        ) : null}
+      </HighlightText.Provider>
     </main>
   );
 }

@@ -4,10 +4,12 @@
  * first render of an answer takes (`records-table-render`, from the moment the API answered to
  * the table laid out), which the browser test reads and prints.
  */
-import { useLayoutEffect, useRef } from "preact/hooks";
+import { useContext, useLayoutEffect, useRef } from "preact/hooks";
 import type { ApiRecord, Column } from "../api/types";
 import { formatDateTime, formatInteger, formatMetric, metricName, summarize, valueOf } from "../format/values";
 import { annotationCell, isAnnotationColumn } from "../annotations/annotation-cell";
+import { HighlightText, highlighted } from "../text-search/highlighted";
+import { SEARCHED_COLUMNS } from "../text-search/text-query";
 import { ColumnHeader } from "./column-header";
 
 export interface TableColumn {
@@ -28,7 +30,7 @@ interface Props {
 }
 
 /** A cell, rendered as a plain call rather than a component: a page holds a thousand of them. */
-function cell(record: ApiRecord, column: TableColumn) {
+function cell(record: ApiRecord, column: TableColumn, searched: string | null) {
   if (isAnnotationColumn(column.id)) return annotationCell(record, column);
   const value = valueOf(record, column.id);
   if (value === null || value === undefined || value === "") return <td key={column.id} class="empty">—</td>;
@@ -68,13 +70,14 @@ function cell(record: ApiRecord, column: TableColumn) {
   const text = summarize(value);
   return (
     <td key={column.id} class="text" title={text.length > 80 ? text.slice(0, 2000) : undefined}>
-      {text}
+      {(SEARCHED_COLUMNS as readonly string[]).includes(column.id) ? highlighted(text, searched) : text}
     </td>
   );
 }
 
 export function RecordsTable({ columns, records, answeredAt, sort, onSort, onOpen, openId }: Props) {
   const table = useRef<HTMLTableElement>(null);
+  const searched = useContext(HighlightText);
   useLayoutEffect(() => {
     if (!table.current || answeredAt === 0) return;
     // Reading a layout property makes the browser lay the table out now: the mark covers it.
@@ -119,7 +122,7 @@ export function RecordsTable({ columns, records, answeredAt, sort, onSort, onOpe
               onClick={() => onOpen(record)}
               onKeyDown={(e) => onKeyDown(e, index, record)}
             >
-              {columns.map((c) => cell(record, c))}
+              {columns.map((c) => cell(record, c, searched))}
             </tr>
           ))}
         </tbody>

@@ -1,0 +1,84 @@
+/// <reference types="node" />
+/**
+ * `npm run admin -- export-shard` and `import-shard` (docs/sharding.md, "Backups"): a shard's
+ * records and everything beside them, with the text index rebuilt on import. `wrangler d1
+ * export` refuses a database that holds a virtual table (the text index, `records_text`), but
+ * not an export of named tables: the export names every table except the index's, data only.
+ * The import goes into a database migrated to the same version and still empty: the triggers
+ * are set aside while the rows go in (they would derive rows the file already carries, metric
+ * rows and run families), then the text index is rebuilt by its catch-up (migration 0016,
+ * src/text-index/backfill.ts), in chunks.
+ */
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { AdminError } from "./admin-commands";
+import { type D1Target, REPO_ROOT, WranglerError, d1TargetArgs, executeD1, runWrangler } from "./wrangler";
+
+/** Tables that are not the shard's data: the index (and its FTS5 shadow tables), SQLite's, D1's. */
+const NOT_EXPORTED = `name LIKE 'records\\_text%' ESCAPE '\\' OR name LIKE 'sqlite\\_%' ESCAPE '\\' OR name LIKE '\\_cf\\_%' ESCAPE '\\' OR name LIKE 'd1\\_%' ESCAPE '\\'`;
+
+/** Rids per backfill chunk of the rebuild (each one `wrangler d1 execute`). */
+const REBUILD_CHUNK_RIDS = 20_000;
+
+async function rows(sql: string, target: D1Target, binding: string): Promise<Record<string, unknown>[]> {
+  const results = await executeD1(sql, target, binding);
+  return results[results.length - 1]?.results ?? [];
+}
+
+export async function exportShardCommand(binding: string, output: string, target: D1Target): Promise<Record<string, unknown>> {
+  const tables = (await rows(`SELECT name FROM sqlite_master WHERE type = 'table' AND NOT (${NOT_EXPORTED}) ORDER BY name`, target, binding)).map((r) => String(r.name));
+  if (!tables.includes("records")) throw new AdminError(`${binding} holds no records table: not a shard (or the catalog) of this service`);
+  const file = resolve(output);
+  // `wrangler d1 export --local` has no --persist-to: it reads the state beside its config file,
+  // so a database kept elsewhere is exported through a copy of the config whose state is it.
+  const elsewhere = !target.remote && target.persistTo ? mkdtempSync(join(tmpdir(), "trace-store-export-")) : undefined;
+  try {
+    const where = target.remote ? ["--remote"] : ["--local"];
+    if (elsewhere && !target.remote) {
+      copyFileSync(join(REPO_ROOT, "wrangler.toml"), join(elsewhere, "wrangler.toml"));
+      mkdirSync(join(elsewhere, ".wrangler"));
+      symlinkSync(resolve(target.persistTo!), join(elsewhere, ".wrangler", "state"));
+      where.push("--config", join(elsewhere, "wrangler.toml"));
+    }
+    const run = await runWrangler(["d1", "export", binding, ...where, "--no-schema", "--output", file, ...tables.flatMap((t) => ["--table", t])]);
+    if (run.code !== 0) throw new WranglerError(`wrangler d1 export exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  } finally {
+    if (elsewhere) rmSync(elsewhere, { recursive: true, force: true });
+  }
+  return { shard: binding, file, tables };
+}
+
+export async function importShardCommand(binding: string, input: string, target: D1Target): Promise<Record<string, unknown>> {
+  const file = resolve(input);
+  if (!existsSync(file)) throw new AdminError(`no file ${file}`);
+  const [{ n }] = (await rows("SELECT count(*) AS n FROM records", target, binding)) as [{ n: number }];
+  if (n > 0) throw new AdminError(`${binding} already holds ${n} records: import into an empty, migrated database`);
+  const triggers = await rows("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name", target, binding);
+  const drop = triggers.map((t) => `DROP TRIGGER "${String(t.name)}";`).join("\n");
+  const create = triggers.map((t) => `${String(t.sql)};`).join("\n");
+  if (drop) await executeD1(drop, target, binding);
+  try {
+    const run = await runWrangler(["d1", "execute", binding, ...d1TargetArgs(target), "--yes", "--file", file]);
+    if (run.code !== 0) throw new WranglerError(`wrangler d1 execute --file exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+  } finally {
+    if (create) await executeD1(create, target, binding);
+  }
+  // The export does not carry the watermarks (records_text_backfill): the migrated database's
+  // (0, 0) leaves every imported record above the index, in the tail searches read as a scan
+  // would; the catch-up then indexes them chunk by chunk, each chunk one statement.
+  let unindexed = Number.POSITIVE_INFINITY;
+  let chunks = 0;
+  while (unindexed > 0) {
+    await executeD1(
+      `UPDATE records_text_backfill SET indexed_through = min(indexed_through + ${REBUILD_CHUNK_RIDS}, (SELECT max(rid) FROM records)) WHERE id = 1 AND indexed_through < (SELECT max(rid) FROM records)`,
+      target,
+      binding,
+    );
+    const answer = await rows("SELECT coalesce((SELECT max(rid) FROM records), 0) - indexed_through AS unindexed FROM records_text_backfill WHERE id = 1", target, binding);
+    unindexed = Number(answer[0]?.unindexed ?? 0);
+    chunks += 1;
+  }
+  const [{ records }] = (await rows("SELECT count(*) AS records FROM records", target, binding)) as [{ records: number }];
+  return { shard: binding, file, records, index_rebuilt_in_chunks: chunks };
+}

@@ -1,0 +1,121 @@
+/**
+ * Substring search by the text index (docs/search.md, "The text index"): which searches the
+ * trigram index `records_text` (migration 0016) drives, and the candidates it yields.
+ *
+ * A top-level `contains` or `eq` leaf on `name`, `input` or `output` whose value has at least
+ * three characters drives the page, case-sensitive or not: the index returns the run's records
+ * that hold the value's trigrams (folded), and the statement then applies the whole filter to
+ * each of them, the driving leaf included: the index narrows, the filter's own expression (the
+ * scan's) decides, so the answers are the scan's. So does a top-level `or` whose every child is
+ * such a leaf (the explorer's search box: the typed text in input, output or name, ANDed with
+ * the filter tree): its candidates are the union of its children's.
+ *
+ * The index covers the records with pending_through < rid <= indexed_through (migration 0016,
+ * src/text-index/backfill.ts); the others are candidates too, so answers stay exact before the
+ * index reaches them: the records the backfill has not reached yet, read from the run's index,
+ * and the tail written since the last catch-up (inserts do not index; the cron indexes them
+ * within a minute), read by rid range.
+ *
+ * Candidates are bounded (the TEXT_INDEX_MAX_CANDIDATES limit): a search whose value is so
+ * common that the run holds more is answered by the scan instead, as a scan-class search
+ * (search-cost.ts). Every record of the database's tail counts as one (other runs' as a NULL
+ * rid, which matches nothing), so the tail read is bounded too: a tail longer than the bound
+ * (a catch-up that fell behind) makes the search scan-class as a too-common needle does.
+ */
+import { type SQL, sql } from "drizzle-orm";
+import { familyTokenSql } from "../text-index/family-token";
+import { needleTrigrams, trigramQuery } from "../text-index/needle-trigrams";
+import { conjunctsOf } from "./compile-filter-tree";
+import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
+import type { SqlParamPack } from "./sql-param-pack";
+
+/** The columns `records_text` indexes. */
+const INDEXED_COLUMNS = new Set(["name", "input", "output"]);
+
+export interface TextDriver {
+  /** The top-level conjunct the index narrows: an indexed leaf, or an `or` of them. */
+  conjunct: FilterNode;
+  /** Its candidates hold every trigram of at least one of these sets. */
+  alternatives: string[][];
+}
+
+/** The needle of a leaf the index can narrow, if it is one. */
+function indexedNeedle(leaf: FilterLeaf): string | undefined {
+  if (leaf.kind !== "contains" && !(leaf.kind === "compare" && leaf.operator === "eq")) return undefined;
+  if (leaf.column.kind !== "standard" || !INDEXED_COLUMNS.has(leaf.column.id)) return undefined;
+  return typeof leaf.value === "string" ? leaf.value : undefined;
+}
+
+/** A conjunct's trigram sets and its shortest needle's length, when the index can narrow it. */
+function narrowing(conjunct: FilterNode): { alternatives: string[][]; length: number } | undefined {
+  const leaves = conjunct.kind === "leaf" ? [conjunct.leaf] : conjunct.kind === "or" && conjunct.children.every((c) => c.kind === "leaf") ? conjunct.children.map((c) => (c as Extract<FilterNode, { kind: "leaf" }>).leaf) : [];
+  if (leaves.length === 0) return undefined;
+  const alternatives = new Map<string, string[]>();
+  let length = Infinity;
+  for (const leaf of leaves) {
+    const needle = indexedNeedle(leaf);
+    const trigrams = needle === undefined ? undefined : needleTrigrams(needle);
+    if (!trigrams) return undefined;
+    alternatives.set(JSON.stringify(trigrams), trigrams);
+    length = Math.min(length, Array.from(needle!).length);
+  }
+  return { alternatives: [...alternatives.values()], length };
+}
+
+/**
+ * The top-level conjunct the index drives, if any: the one whose shortest needle is the longest
+ * (the most selective), a single leaf before an `or` of the same length.
+ */
+export function textDriverOf(query: SearchQuery): TextDriver | undefined {
+  let best: (TextDriver & { length: number }) | undefined;
+  for (const conjunct of conjunctsOf(query.filter)) {
+    const found = narrowing(conjunct);
+    if (!found) continue;
+    const better = !best || found.length > best.length || (found.length === best.length && found.alternatives.length < best.alternatives.length);
+    if (better) best = { conjunct, ...found };
+  }
+  return best && { conjunct: best.conjunct, alternatives: best.alternatives };
+}
+
+/**
+ * Up to this many candidates a page reads each of them; beyond, it walks the run's order index
+ * and reads only the entries among them (compile-search-query.ts, textPlan). Measured: reading
+ * 14,000 candidates of ~3 KB to return 100 cost ~0.3 s, the walk a few ms.
+ */
+export const TEXT_CANDIDATES_READ_ALL = 2_000;
+
+/** Thrown by a search the index drove when the run holds more candidates than the bound. */
+export class TextCandidatesOverflow extends Error {
+  constructor() {
+    super("more text index candidates than the bound");
+  }
+}
+
+const PENDING_THROUGH = sql.raw(`(SELECT "pending_through" FROM "records_text_backfill" WHERE "id" = 1)`);
+const INDEXED_THROUGH = sql.raw(`(SELECT "indexed_through" FROM "records_text_backfill" WHERE "id" = 1)`);
+
+/**
+ * SQL: the rids of the run's candidates, at most `bound + 1` of them (one more than the bound
+ * says it overflowed): the index's matches for the family token AND the needle's trigrams, then
+ * the family's records the backfill has not reached, from the family's index (the unary `+`
+ * keeps SQLite from reading the table's rowid range instead, every tenant's rows); none once it
+ * is done: the constant test stops that arm before it reads an entry. Then the tail above
+ * indexed_through, by rid range (the unary `+` keeps the family's index from driving: it would
+ * read all of the run's entries), one row per record, NULL for other families' records.
+ */
+export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number): SQL {
+  // A run without a family on this database (key NULL) gets key 0's token, which no record has.
+  const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${pack.value(trigramQuery(driver.alternatives))}`;
+  // The hidden column named after the table, qualified: a bare "tx" would be read as a string.
+  const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx"."records_text" MATCH ${match}`;
+  const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE ${PENDING_THROUGH} > 0 AND "tu"."family_key" = ${familyKey} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
+  const tail = sql`SELECT CASE WHEN +"tt"."family_key" = ${familyKey} THEN "tt"."rid" END AS "rid" FROM "records" AS "tt" WHERE "tt"."rid" > ${INDEXED_THROUGH}`;
+  return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending} UNION ALL ${tail}) LIMIT ${pack.value(bound + 1)}`;
+}
+
+/** After a page the index drove: its candidate count, from the statement beside it (compile-search-query.ts). */
+export function throwOnCandidateOverflow(counted: D1Result | undefined, options: { textIndexBound: number | null }): void {
+  if (counted === undefined || options.textIndexBound === null) return;
+  const candidates = Number((counted.results[0] as { candidates?: number } | undefined)?.candidates ?? 0);
+  if (candidates > options.textIndexBound) throw new TextCandidatesOverflow();
+}
