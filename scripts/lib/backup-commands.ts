@@ -4,8 +4,9 @@
  * records and everything beside them, with the text index rebuilt on import. `wrangler d1
  * export` refuses a database that holds a virtual table (the text index, `records_text`), but
  * not an export of named tables: the export names every table except the index's, data only.
- * The import goes into a database migrated to the same version and still empty: the triggers
- * are set aside while the rows go in (they would derive rows the file already carries, metric
+ * The import goes into a database migrated to the same version and holding no records: the
+ * exported tables are emptied of the migrations' seed rows and the triggers set aside while the
+ * rows go in (they would derive rows the file already carries, metric
  * rows and run families), then the text index is rebuilt by its catch-up (migration 0016,
  * src/text-index/backfill.ts), in chunks.
  */
@@ -26,8 +27,13 @@ async function rows(sql: string, target: D1Target, binding: string): Promise<Rec
   return results[results.length - 1]?.results ?? [];
 }
 
+/** The tables an export carries: every table of the shard but the text index's and the system's. */
+async function exportedTables(target: D1Target, binding: string): Promise<string[]> {
+  return (await rows(`SELECT name FROM sqlite_master WHERE type = 'table' AND NOT (${NOT_EXPORTED}) ORDER BY name`, target, binding)).map((r) => String(r.name));
+}
+
 export async function exportShardCommand(binding: string, output: string, target: D1Target): Promise<Record<string, unknown>> {
-  const tables = (await rows(`SELECT name FROM sqlite_master WHERE type = 'table' AND NOT (${NOT_EXPORTED}) ORDER BY name`, target, binding)).map((r) => String(r.name));
+  const tables = await exportedTables(target, binding);
   if (!tables.includes("records")) throw new AdminError(`${binding} holds no records table: not a shard (or the catalog) of this service`);
   const file = resolve(output);
   // `wrangler d1 export --local` has no --persist-to: it reads the state beside its config file,
@@ -57,7 +63,12 @@ export async function importShardCommand(binding: string, input: string, target:
   const triggers = await rows("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name", target, binding);
   const drop = triggers.map((t) => `DROP TRIGGER "${String(t.name)}";`).join("\n");
   const create = triggers.map((t) => `${String(t.sql)};`).join("\n");
-  if (drop) await executeD1(drop, target, binding);
+  // The migrations seed some state rows (the roll-up backfill's families, for one) that the file
+  // carries as the source has them: the exported tables are emptied first, so the file's rows
+  // are the shard's state, not a unique-key clash with the seeds.
+  const tables = await exportedTables(target, binding);
+  const empty = tables.map((t) => `DELETE FROM "${t}";`).join("\n");
+  await executeD1(`${drop}\n${empty}`, target, binding);
   try {
     const run = await runWrangler(["d1", "execute", binding, ...d1TargetArgs(target), "--yes", "--file", file]);
     if (run.code !== 0) throw new WranglerError(`wrangler d1 execute --file exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
