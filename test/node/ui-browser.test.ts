@@ -683,10 +683,12 @@ describe("dashboard", () => {
     expect(Date.parse(day.end_time) - Date.parse(day.start_time)).toBe(86_400_000);
     expect(Date.parse(day.end_time)).toBeGreaterThan(Date.now() - 1_800_000);
     expect(day.group_by).toBeUndefined();
-    // The totals are the API's for the same request: the demo's seven traces, their tokens and cost.
+    // The totals are the API's for the same request: the run's traces (the demo's seven less the
+    // two the erasure test above deleted), their tokens and cost.
     const answer = await metricsSearch(day);
-    expect(answer.aggregate_metrics.trace_count).toBe(7);
-    await expect.poll(() => page.locator('[data-total="trace_count"] dd').textContent()).toBe("7");
+    const traces = (await searchIds("traces", {})).length;
+    expect(answer.aggregate_metrics.trace_count).toBe(traces);
+    await expect.poll(() => page.locator('[data-total="trace_count"] dd').textContent()).toBe(String(traces));
     expect(await page.locator('[data-total="total_tokens"] dd').textContent()).toBe(answer.aggregate_metrics.total_tokens!.toLocaleString("en-US"));
     // Traces, errors, p50, p95, tokens, cost, and an average per metric of the run (toxicity).
     const charts = await page.locator("[data-chart]").evaluateAll((els) => els.map((e) => e.getAttribute("data-chart")));
