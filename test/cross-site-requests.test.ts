@@ -6,6 +6,7 @@
  * header are unaffected. The real browser version of this is test/node/cross-site-browser.test.ts.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { createProjectWithRun, createTemplate } from "./support/annotations";
 import { type CallResult, call } from "./support/client";
 import { createTenant, type Tenant } from "./support/tenants";
 
@@ -91,6 +92,23 @@ describe("a request from our own origin", () => {
     expect(answer.status, JSON.stringify(answer.body)).toBe(415);
     expect(answer.body.detail).toMatch(/must send its body as application\/json/);
     expect(await projectNames()).not.toContain(name);
+  });
+
+  it("a request without a body needs no label: the explorer's DELETE of a template is carried out", async () => {
+    const { projectId } = await createProjectWithRun(tenant);
+    const template = await createTemplate(tenant, projectId, { annotation_type: "like_dislike" });
+    const path = `/v2/projects/${projectId}/annotation/templates/${template.id}`;
+    // What a browser's fetch(path, { method: "DELETE" }) sends: no body, no Content-Type.
+    const deleted = await call(path, { as: tenant, method: "DELETE", headers: { Origin: OWN_ORIGIN, "Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors" } });
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    expect((await call(path, { as: tenant })).status).toBe(404);
+    // A body still needs its label, whatever the method.
+    const labelled = await call(`/v2/projects/${projectId}/annotation/templates`, {
+      as: tenant,
+      rawBody: JSON.stringify({ name: "t", constraints: { annotation_type: "text" } }),
+      headers: { "content-type": "text/plain", Origin: OWN_ORIGIN, "Sec-Fetch-Site": "same-origin" },
+    });
+    expect(labelled.status).toBe(415);
   });
 
   it("logs in with a form, and exports OTLP as protobuf or JSON", async () => {

@@ -8,8 +8,8 @@
  *   `Sec-Fetch-Site` is present and neither `same-origin` nor `none` (typed in the address bar),
  *   or when `Origin` is present and is not this service's own origin (`null`, which sandboxed
  *   frames and some redirects send, counts as foreign);
- * - a request that carries `Origin` or any `Sec-Fetch-*` header (so: from a browser) must label
- *   its body as JSON, a form on `/login`, protobuf or JSON on OTLP, else 415. A cross-site page
+ * - a request that carries `Origin` or any `Sec-Fetch-*` header (so: from a browser) and a body
+ *   must label it as JSON, a form on `/login`, protobuf or JSON on OTLP, else 415. A cross-site page
  *   can only send the "simple" types (text/plain, forms) without a CORS preflight, which we never
  *   grant, so this closes the door even for a browser that sends neither of the headers above.
  *
@@ -31,6 +31,16 @@ function fromBrowser(headers: Headers): boolean {
   return false;
 }
 
+/**
+ * Whether the request has a body to label. A browser's bodiless DELETE (or POST) carries no
+ * Content-Type, and nothing a page could smuggle: the origin check above has already passed.
+ */
+function carriesBody(request: Request): boolean {
+  if (request.body === null) return false;
+  const length = request.headers.get("content-length");
+  return length === null || length.trim() !== "0";
+}
+
 /** Whether a browser may send this body type to this path. */
 function acceptedBodyType(path: string, contentType: string | undefined): boolean {
   if (isJsonMediaType(contentType)) return true;
@@ -47,7 +57,7 @@ export const refuseCrossSiteRequests: MiddlewareHandler<AppEnv> = async (c, next
   if ((site !== null && !SAME_SITE_VALUES.has(site.trim().toLowerCase())) || (origin !== null && origin.trim() !== new URL(c.req.url).origin)) {
     return c.json({ detail: "Cross-site requests may not change anything here: call the API from its own origin, or from a client that is not a browser." }, 403);
   }
-  if (fromBrowser(headers) && !acceptedBodyType(c.req.path, c.req.header("content-type"))) {
+  if (fromBrowser(headers) && carriesBody(c.req.raw) && !acceptedBodyType(c.req.path, c.req.header("content-type"))) {
     return c.json({ detail: "A request from a browser must send its body as application/json (a form on /login, protobuf or JSON on /otel)." }, 415);
   }
   return next();
