@@ -187,6 +187,13 @@ describe("the job and the URL", () => {
     await waitForExport(member, otherJob.body.job_id);
   });
 
+  it("is in /openapi.json without credentials (the signature is one), with what it answers", async () => {
+    const document = (await call("/openapi.json")).body as { paths: Record<string, Record<string, { security?: unknown[]; responses: Record<string, unknown> }>> };
+    const download = document.paths["/v2/exports/{job_id}/file"]?.get;
+    expect(download?.security).toEqual([]);
+    expect(Object.keys(download!.responses)).toEqual(expect.arrayContaining(["200", "403", "404", "409", "410"]));
+  });
+
   it("answers 410 once the URL has expired, even with a valid signature", async () => {
     const row = await env.DB.prepare("SELECT object_key FROM export_files WHERE job_id = ?1").bind(jobId).first<{ object_key: string }>();
     const expired = await downloadUrl(env, "http://x", { organizationId: admin.organizationId, jobId, objectKey: row!.object_key, expires: Math.floor(Date.now() / 1000) - 1 });

@@ -499,6 +499,13 @@ function checkAnswer(operation: Operation, request: FuzzRequest, response: Respo
   expect(result.valid, `${what}\nschema errors: ${JSON.stringify(result.errors.slice(0, 5))}`).toBe(true);
 }
 
+/**
+ * Operations whose URL only the service can make (a signed download URL: the signature is the
+ * credential), so no generated request can be answered 2xx; they are fuzzed like the others for
+ * what they answer, and test/export-url.test.ts downloads through them.
+ */
+const SERVICE_MADE_URLS = ["GET /v2/exports/{job_id}/file"];
+
 /** GETs first: a write of the fuzz may (legitimately) change what a lookup of the seed finds. */
 const READS_FIRST = (a: Operation, b: Operation) => Number(a.method !== "GET") - Number(b.method !== "GET");
 
@@ -527,7 +534,7 @@ describe("every operation of /openapi.json answers what it declares, whatever it
       }
       summary.push(`${operation.method} ${operation.path}: ${[...statuses].map(([status, n]) => `${status}x${n}`).join(" ")}`);
     }
-    const neverOk = summary.filter((line) => !/: .*\b2\d\dx/.test(line));
+    const neverOk = summary.filter((line) => !/: .*\b2\d\dx/.test(line) && !SERVICE_MADE_URLS.some((op) => line.startsWith(`${op}: `)));
     expect(neverOk, `operations never answered 2xx:\n${summary.join("\n")}`).toEqual([]);
   });
 });

@@ -9,7 +9,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { adminOnly } from "../auth/authenticate";
 import { database, nowMicros } from "../db/client";
-import { adminOnlyResponse, commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, ProjectIdParam, tooLargeResponse } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ownedProjectOrThrow } from "../projects/run-access";
 import { onProjectShard } from "../shards/project-shard";
@@ -45,6 +45,7 @@ const putSettings = createRoute({
   responses: {
     200: { content: { "application/json": { schema: AnalyticsSettings } }, description: "The settings, changed" },
     ...adminOnlyResponse,
+    ...tooLargeResponse,
     ...commonErrorResponses,
   },
 });

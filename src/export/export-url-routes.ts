@@ -5,12 +5,12 @@
  *   export, checked the same way (its 422s, the run, the annotation columns), stored as an
  *   `export_records` org-job; answers at once with the signed download URL, valid 24 hours.
  * - `GET /v2/exports/{job_id}/file?expires=…&signature=…` (no other credentials: the signature
- *   is one; not in /openapi.json, see registerExportDownload): 409 with Retry-After until the job is done, then the file; 410 once it expired, was
+ *   is one): 409 with Retry-After until the job is done, then the file; 410 once it expired, was
  *   erased (a deletion or expiry ran after it was made) or the job failed.
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { database, microsToIso, nowMicros } from "../db/client";
-import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import { commonErrorResponses, ErrorDetail, ProjectIdParam, retryableErrorResponses } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ApiError, notFound } from "../http/errors";
 import { ownedRunWithProject } from "../projects/run-access";
@@ -80,13 +80,46 @@ export function registerExportUrl(app: Router): void {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+const errorAnswer = (description: string) => ({ content: { "application/json": { schema: ErrorDetail } }, description });
+
 /**
- * The download route is not in /openapi.json: its URL is made by the service, never by a client
- * (it is described under `export_records/url` and in docs/export.md). Anything but that URL is a
- * 404 (no such export) or a 403 (the signature does not match).
+ * The download route. Its URL is made by the service (`export_records/url` answers it), never by
+ * a client, so its query is read as given: a missing or malformed `expires` is a signature
+ * mismatch (403), not a 422. Anything but that URL is a 404 (no such export) or a 403.
  */
+const exportDownloadRoute = createRoute({
+  method: "get",
+  path: "/exports/{job_id}/file",
+  tags: ["Export"],
+  summary: "Download a queued export's file by its signed URL",
+  description:
+    "The URL `POST /v2/projects/{project_id}/export_records/url` answered, as it is: its signature is the credential (no API key or token). 409 with `Retry-After` until the job is done, then the file for 24 hours; 410 once it expired, failed, or records of the organization were erased after it was made. See docs/export.md.",
+  security: [],
+  request: {
+    params: z.object({ job_id: z.string().openapi({ param: { name: "job_id", in: "path" }, description: "The export's org-job id" }) }),
+    query: z.object({
+      expires: z.string().optional().openapi({ description: "Unix seconds the URL is valid until (as signed)" }),
+      signature: z.string().optional().openapi({ description: "The service's signature of the job, file and expiry" }),
+    }),
+  },
+  responses: {
+    200: {
+      content: {
+        "application/x-ndjson": { schema: { type: "string" } },
+        "text/csv": { schema: { type: "string" } },
+      },
+      description: "The file (`jsonl` and `jsonl_flat`: JSON lines; `csv`), as an attachment",
+    },
+    403: errorAnswer("The signature does not match this URL"),
+    404: errorAnswer("No such export"),
+    409: { ...errorAnswer("The export is still running: retry after `Retry-After` seconds"), headers: { "Retry-After": { schema: { type: "integer" as const, minimum: 1 } } } },
+    410: errorAnswer("The URL expired, the job failed, or the file was removed after an erasure: export again"),
+    ...retryableErrorResponses,
+  },
+});
+
 export function registerExportDownload(app: Router): void {
-  app.get("/exports/:job_id/file", async (c) => {
+  app.openapi(exportDownloadRoute, async (c) => {
     const jobId = c.req.param("job_id").toLowerCase();
     const expires = Number(c.req.query("expires"));
     const signature = c.req.query("signature") ?? "";

@@ -106,6 +106,7 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/export_records", SEARCH],
   ["POST /v2/projects/{project_id}/export_records/url", SEARCH],
   ["PUT /v2/models/{model_name}/price_overrides", SMALL],
+  ["PUT /v2/projects/{project_id}/analytics_settings", SMALL],
   ["POST /v2/projects/{project_id}/annotation/templates", ANNOTATION],
   ["PATCH /v2/projects/{project_id}/annotation/templates/{template_id}", SMALL],
   ["POST /v2/projects/{project_id}/annotation/templates/reorder", SMALL],
