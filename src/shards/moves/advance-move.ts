@@ -20,7 +20,7 @@ import { nowMicros } from "../../db/client";
 import type { Env } from "../../env";
 import { forgetProjectRoute } from "../project-routing";
 import { CATALOG_SHARD, allRecordDatabases, shardDatabase } from "../shard-config";
-import { copyIds, copyPatchesPage, copyRunColumnsPage, copyRunsPage, copyTemplates, copyTombstonesPage, nextRecordIds } from "./copy-chunks";
+import { copyAnalyticsKey, copyIds, copyPatchesPage, copyRunColumnsPage, copyRunsPage, copyTemplates, copyTombstonesPage, nextRecordIds } from "./copy-chunks";
 import { type MoveLimits, moveLimits } from "./move-limits";
 import { type MoveChanges, type MoveRow, saveMove, saveMoveStatement } from "./move-rows";
 import { changesLeft, replayChangesPage } from "./replay-changes";
@@ -102,7 +102,10 @@ async function copying(env: Env, move: MoveRow, limits: MoveLimits): Promise<Ste
   switch (move.step) {
     case "runs": {
       // The project's annotation templates first (later changes come through the change log).
-      if (move.cursor === "") await copyTemplates(source, target, scope.projectId);
+      if (move.cursor === "") {
+        await copyTemplates(source, target, scope.projectId);
+        await copyAnalyticsKey(env.DB, target, scope.projectId);
+      }
       const last = await copyRunsPage(source, target, scope.projectId, move.cursor, limits.chunkRows);
       return { save: last === undefined ? { step: "records", cursor: "" } : { cursor: last } };
     }
@@ -237,6 +240,8 @@ const DELETE_OLD_REST = (sourceIsCatalog: boolean) => [
   "DELETE FROM record_patches WHERE rowid IN (SELECT rowid FROM record_patches WHERE project_id = ?1 LIMIT ?2)",
   // Ratings went with their records (ON DELETE CASCADE); the templates are left.
   "DELETE FROM annotation_templates WHERE id IN (SELECT id FROM annotation_templates WHERE project_id = ?1 LIMIT ?2)",
+  // The shard's copy of the declared analytics key (one row; the catalog's original stays).
+  "DELETE FROM metric_settings WHERE project_id = ?1 AND ?2 > 0",
   "DELETE FROM record_tombstones WHERE project_id = ?1 AND record_id IN (SELECT record_id FROM record_tombstones WHERE project_id = ?1 LIMIT ?2)",
   "DELETE FROM shard_project_changes WHERE project_id = ?1 AND record_id IN (SELECT record_id FROM shard_project_changes WHERE project_id = ?1 LIMIT ?2)",
   "DELETE FROM run_columns WHERE rowid IN (SELECT rowid FROM run_columns WHERE run_id IN (SELECT id FROM runs WHERE project_id = ?1) LIMIT ?2)",
@@ -250,6 +255,7 @@ async function cleanup(env: Env, move: MoveRow, limits: MoveLimits): Promise<Ste
     case "settle": {
       // Repeated after a crash right after the catalog switched: both are conditional.
       await target.batch([setState(target, scope.projectId, "active", ["importing", "active"])]);
+      await copyAnalyticsKey(env.DB, target, scope.projectId);
       await source.batch([setState(source, scope.projectId, "gone", ["frozen", "exporting", "active", "gone"])]);
       return { save: { step: "records", cursor: "" } };
     }

@@ -200,6 +200,21 @@ export async function copyTemplates(source: D1Database, target: D1Database, proj
   for (const chunk of jsonArraysBySize(results.map((r) => r.row))) await target.prepare(INSERT_TEMPLATES).bind(chunk).run();
 }
 
+/**
+ * The project's declared analytics metadata key, as the catalog holds it (the source of truth,
+ * src/analytics/analytics-settings-routes.ts), written to the target's copy that its cell
+ * refresh reads. Run when the copy starts and again once the catalog has switched, so a key
+ * changed during the move arrives too. A copy that lags only costs speed: cells computed for
+ * another key are scanned, never wrong.
+ */
+export async function copyAnalyticsKey(catalog: D1Database, target: D1Database, projectId: string): Promise<void> {
+  const row = await catalog.prepare("SELECT metadata_key FROM project_analytics_settings WHERE project_id = ?1").bind(projectId).first<{ metadata_key: string | null }>();
+  const write = row
+    ? target.prepare("INSERT INTO metric_settings (project_id, metadata_key) VALUES (?1, ?2) ON CONFLICT (project_id) DO UPDATE SET metadata_key = excluded.metadata_key").bind(projectId, row.metadata_key)
+    : target.prepare("DELETE FROM metric_settings WHERE project_id = ?1").bind(projectId);
+  await write.run();
+}
+
 /** Copies the project's next runs (id order) after `after`; answers the last id copied. */
 export async function copyRunsPage(source: D1Database, target: D1Database, projectId: string, after: string, limit: number): Promise<string | undefined> {
   const { results } = await source
