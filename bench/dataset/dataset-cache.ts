@@ -17,6 +17,7 @@ import { ensureSqlite3 } from "../lib/sqlite-cli";
 import { type BenchTenant, benchTenantStatements } from "./bench-tenant";
 import { requestsFromWorker } from "./fast-generator";
 import { DELETION_KEY, DELETION_VALUE, planRun, WINDOW_END_MICROS, WINDOW_MICROS } from "./synthetic-traces";
+import { finishDataset, type SteadyState } from "./steady-state";
 import { RARE_WORD } from "./text-corpus";
 import { checkpoint, recordCounts, writeRun } from "./write-run";
 
@@ -31,6 +32,8 @@ export interface DatasetManifest {
   deletion: { key: string; value: string };
   generatedAt: string;
   generationSeconds: number;
+  /** What the finishing step left (absent on an empty database): the template ids the shapes name. */
+  steadyState?: SteadyState;
 }
 
 export interface Dataset {
@@ -52,6 +55,13 @@ const GENERATOR_SOURCES = [
   "src/ingest/write-records.ts",
   "src/ingest/timestamps.ts",
   "src/columns/standard-columns.ts",
+  // The finishing step (the cron's catch-up and refresh, the rating and template writes).
+  "bench/dataset/steady-state.ts",
+  "src/text-index/backfill.ts",
+  "src/analytics/metric-cells.ts",
+  "src/annotations/rating-store.ts",
+  "src/annotations/rating-values.ts",
+  "src/annotations/template-store.ts",
 ];
 
 function contentHash(files: string[], text: (file: string) => string = (file) => readFileSync(file, "utf8")): string {
@@ -136,6 +146,8 @@ async function generate(records: number, seed: number, key: string, target: stri
   for (const [type, n] of Object.entries(expected)) {
     if (counts[type] !== n) throw new Error(`dataset check failed: ${type} ${counts[type]} rows, expected ${n}`);
   }
+  const steadyState = await finishDataset(file, new SeededRandom(seed, 0x53544154), tenant, written.records, WINDOW_END_MICROS);
+  await checkpoint(file);
   const manifest: DatasetManifest = {
     key,
     records: written.records,
@@ -147,6 +159,7 @@ async function generate(records: number, seed: number, key: string, target: stri
     deletion: { key: DELETION_KEY, value: DELETION_VALUE },
     generatedAt: new Date().toISOString(),
     generationSeconds: (Date.now() - started) / 1000,
+    steadyState,
   };
   writeFileSync(path.join(building, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   try {
