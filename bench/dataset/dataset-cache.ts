@@ -1,6 +1,7 @@
 /**
  * Generated datasets, cached: a dataset is a wrangler persist directory (the local D1 that
- * `wrangler dev --persist-to <dir>` serves) plus a manifest, kept under bench/data/datasets and
+ * `wrangler dev --persist-to <dir>` serves), its records loaded then finished in the cron's
+ * steady state (steady-state.ts: text index, metric cells, annotations), plus a manifest, kept under bench/data/datasets and
  * keyed by (records, seed, migrations, generator): a rerun with the same key reuses it, a change
  * to the migrations or to the code of the generator or of the ingestion row builders (comments
  * aside) makes a new one (and the stale datasets of the same size and seed are removed, they

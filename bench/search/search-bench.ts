@@ -70,6 +70,11 @@ interface ShapeRun {
   body: string;
   capture: Capture;
   endpoint?: Measured & { roundTrips: number[] };
+  /**
+   * A shape held to a reference shape: the reference's endpoint, sampled alternately with this
+   * shape's own samples, so that both see the same moments of a shared machine's load.
+   */
+  referenceEndpoint?: Measured;
   floor?: Measured;
   engine?: Measured;
   plans: string[];
@@ -136,15 +141,42 @@ async function sampleHttp(
   return { samples, roundTrips };
 }
 
+function sender(server: DevServer, dataset: Dataset, shape: SearchShape) {
+  const url = `${server.baseUrl}${shapePath(shape, dataset.manifest)}`;
+  const body = shape.body(dataset.manifest);
+  return async () => expectStatus(await timedJson(url, { body, headers: apiKeyHeaders(dataset) }), 200, `endpoint ${shape.id}`);
+}
+
+/** Requests per shape sent before any is measured: the server's first requests pay its warm-up. */
+const SERVER_WARMUP_ROUNDS = 3;
+
+async function warmServer(server: DevServer, dataset: Dataset, runs: readonly ShapeRun[]): Promise<void> {
+  for (let round = 0; round < SERVER_WARMUP_ROUNDS; round += 1) for (const run of runs) await sender(server, dataset, run.shape)();
+}
+
 async function measureEndpoint(server: DevServer, dataset: Dataset, run: ShapeRun, quick: boolean): Promise<number> {
-  const url = `${server.baseUrl}${shapePath(run.shape, dataset.manifest)}`;
-  const body = run.shape.body(dataset.manifest);
-  const send = async () => expectStatus(await timedJson(url, { body, headers: apiKeyHeaders(dataset) }), 200, `endpoint ${run.shape.id}`);
+  const send = sender(server, dataset, run.shape);
   const warm: number[] = [];
   for (let i = 0; i < 3; i += 1) warm.push((await send()).ms);
   const n = samplesFor(median(warm), quick);
-  const { samples, roundTrips } = await sampleHttp(n, 0, send);
+  const reference = run.shape.relative ? SEARCH_SHAPES.find((s) => s.id === run.shape.relative!.reference) : undefined;
+  if (!reference) {
+    const { samples, roundTrips } = await sampleHttp(n, 0, send);
+    run.endpoint = { ...measured(samples), roundTrips };
+    return n;
+  }
+  const sendReference = sender(server, dataset, reference);
+  const samples: number[] = [];
+  const roundTrips: number[] = [];
+  const referenceSamples: number[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const own = await send();
+    samples.push(own.ms);
+    if (own.roundTrips !== undefined) roundTrips.push(own.roundTrips);
+    referenceSamples.push((await sendReference()).ms);
+  }
   run.endpoint = { ...measured(samples), roundTrips };
+  run.referenceEndpoint = measured(referenceSamples);
   return n;
 }
 
@@ -179,6 +211,7 @@ async function benchSize(dataset: Dataset, options: SearchBenchOptions, shapes: 
 
   const sampleCounts = new Map<string, number>();
   await withDevServer({ name: "service", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: SEARCH_BENCH_VARS, readyPath: "/healthcheck" }, async (server) => {
+    await warmServer(server, dataset, live);
     for (const run of live) {
       sampleCounts.set(run.shape.id, await measureEndpoint(server, dataset, run, options.quick));
       console.log(`  endpoint ${run.shape.id}: p50 ${ms(run.endpoint!.p50)} ms, p95 ${ms(run.endpoint!.p95)} ms (${run.endpoint!.samples.length} samples)`);
@@ -204,15 +237,15 @@ interface Verdict {
   goalMissed?: string;
 }
 
-/** The endpoint p50 of a shape over its reference shape's in the same run (undefined: one not measured). */
-function relativeRatio(run: ShapeRun, reference: ShapeRun | undefined): number | undefined {
-  return run.endpoint && reference?.endpoint ? run.endpoint.p50 / reference.endpoint.p50 : undefined;
+/** The endpoint p50 of a shape over its reference shape's, sampled alternately with it (undefined: not measured). */
+function relativeRatio(run: ShapeRun): number | undefined {
+  return run.endpoint && run.referenceEndpoint ? run.endpoint.p50 / run.referenceEndpoint.p50 : undefined;
 }
 
 /** A shape held to a reference shape's endpoint p50 (issues 20, 21 and 23). */
-function relativeVerdict(run: ShapeRun, reference: ShapeRun | undefined): Verdict {
+function relativeVerdict(run: ShapeRun): Verdict {
   const target = run.shape.relative!;
-  const r = relativeRatio(run, reference);
+  const r = relativeRatio(run);
   if (r === undefined) return { pass: false, failures: [run.capture.detail ?? `${run.endpoint ? `reference ${target.reference}` : "endpoint"} not measured`] };
   const said = `endpoint p50 ${ratio(r)} ${target.reference}'s`;
   if (target.fail !== undefined) {
@@ -224,8 +257,8 @@ function relativeVerdict(run: ShapeRun, reference: ShapeRun | undefined): Verdic
 }
 
 /** The targets of issue 3 for one shape at one size (`smaller`: the same shape at the smaller size). */
-function verdict(run: ShapeRun, smaller: ShapeRun | undefined, reference: ShapeRun | undefined): Verdict {
-  if (run.shape.relative) return relativeVerdict(run, reference);
+function verdict(run: ShapeRun, smaller: ShapeRun | undefined): Verdict {
+  if (run.shape.relative) return relativeVerdict(run);
   const failures: string[] = [];
   const { endpoint, floor, engine } = run;
   if (!endpoint || !floor || !engine) return { pass: false, failures: [run.capture.detail ?? "not measured"] };
@@ -255,7 +288,6 @@ const verdictLabel = (run: ShapeRun, v: Verdict) =>
 
 function report(runs: ShapeRun[], options: SearchBenchOptions, startLoad: number[], sizes: number[]): string {
   const bySizeAndShape = new Map(runs.map((run) => [`${run.size}/${run.shape.id}`, run]));
-  const referenceOf = (run: ShapeRun) => (run.shape.relative ? bySizeAndShape.get(`${run.size}/${run.shape.relative.reference}`) : undefined);
   const rows: string[][] = [];
   const relativeRows: string[][] = [];
   const verdicts: string[] = [];
@@ -264,8 +296,7 @@ function report(runs: ShapeRun[], options: SearchBenchOptions, startLoad: number
     for (const size of sizes) {
       const run = bySizeAndShape.get(`${size}/${shape.id}`)!;
       const smaller = sizes.filter((s) => s < size).map((s) => bySizeAndShape.get(`${s}/${shape.id}`)).pop();
-      const reference = referenceOf(run);
-      const v = verdict(run, smaller, reference);
+      const v = verdict(run, smaller);
       const e = run.endpoint;
       const growth = e && smaller?.endpoint ? ratio(e.p50 / smaller.endpoint.p50) : "—";
       rows.push([
@@ -285,7 +316,8 @@ function report(runs: ShapeRun[], options: SearchBenchOptions, startLoad: number
       if (!v.pass) verdicts.push(`- ${shape.title} @ ${count(size)}: ${v.failures.join("; ")}`);
       if (v.goalMissed) goalsMissed.push(`- ${shape.title} @ ${count(size)}: ${v.goalMissed}`);
       if (shape.relative) {
-        const r = relativeRatio(run, reference);
+        const r = relativeRatio(run);
+        const reference = bySizeAndShape.get(`${size}/${shape.relative.reference}`);
         const { goal, fail } = shape.relative;
         relativeRows.push([
           shape.title,
@@ -293,6 +325,7 @@ function report(runs: ShapeRun[], options: SearchBenchOptions, startLoad: number
           e ? ms(e.p50) : "—",
           e ? ms(e.p95) : "—",
           `\`${shape.relative.reference}\``,
+          run.referenceEndpoint ? ms(run.referenceEndpoint.p50) : "—",
           reference?.endpoint ? ms(reference.endpoint.p50) : "—",
           r === undefined ? "—" : ratio(r),
           fail === undefined ? `≤ ${goal}×` : `goal ≤ ${goal}×, fails > ${fail}×`,
@@ -313,12 +346,12 @@ function report(runs: ShapeRun[], options: SearchBenchOptions, startLoad: number
           "## Targets against a reference shape (same run)",
           "",
           markdownTable(
-            ["shape", "records", "endpoint p50 ms", "endpoint p95 ms", "reference", "reference p50 ms", "ratio", "target", "verdict"],
+            ["shape", "records", "endpoint p50 ms", "endpoint p95 ms", "reference", "reference p50 ms (alternated)", "reference p50 ms (own row)", "ratio", "target", "verdict"],
             relativeRows,
-            ["l", "r", "r", "r", "l", "r", "r", "l", "l"],
+            ["l", "r", "r", "r", "l", "r", "r", "r", "l", "l"],
           ),
           "",
-          "Ratio: the shape's endpoint p50 over its reference shape's endpoint p50, measured by the same server in the same run. These shapes are held to that ratio only (their floor and engine columns above are for reading; the metrics/search shapes' several D1 calls are replayed by the floor as one batch, so their floor is a lower bound the endpoint cannot reach).",
+          "Ratio: the shape's endpoint p50 over its reference shape's endpoint p50, the two requests sent alternately by the same server (one of each per sample, so both see the same moments of the machine's load); the reference's own row above, measured minutes apart, is shown beside it. These shapes are held to that ratio only (their floor and engine columns above are for reading; the metrics/search shapes' several D1 calls are replayed by the floor as one batch, so their floor is a lower bound the endpoint cannot reach).",
           "",
         ].join("\n");
   const largest = Math.max(...sizes);
