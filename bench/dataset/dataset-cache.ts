@@ -1,6 +1,7 @@
 /**
  * Generated datasets, cached: a dataset is a wrangler persist directory (the local D1 that
- * `wrangler dev --persist-to <dir>` serves) plus a manifest, kept under bench/data/datasets and
+ * `wrangler dev --persist-to <dir>` serves), its records loaded then finished in the cron's
+ * steady state (steady-state.ts: text index, metric cells, annotations), plus a manifest, kept under bench/data/datasets and
  * keyed by (records, seed, migrations, generator): a rerun with the same key reuses it, a change
  * to the migrations or to the code of the generator or of the ingestion row builders (comments
  * aside) makes a new one (and the stale datasets of the same size and seed are removed, they
@@ -17,6 +18,7 @@ import { ensureSqlite3 } from "../lib/sqlite-cli";
 import { type BenchTenant, benchTenantStatements } from "./bench-tenant";
 import { requestsFromWorker } from "./fast-generator";
 import { DELETION_KEY, DELETION_VALUE, planRun, WINDOW_END_MICROS, WINDOW_MICROS } from "./synthetic-traces";
+import { finishDataset, type SteadyState } from "./steady-state";
 import { RARE_WORD } from "./text-corpus";
 import { checkpoint, recordCounts, writeRun } from "./write-run";
 
@@ -31,6 +33,8 @@ export interface DatasetManifest {
   deletion: { key: string; value: string };
   generatedAt: string;
   generationSeconds: number;
+  /** What the finishing step left (absent on an empty database): the template ids the shapes name. */
+  steadyState?: SteadyState;
 }
 
 export interface Dataset {
@@ -52,6 +56,13 @@ const GENERATOR_SOURCES = [
   "src/ingest/write-records.ts",
   "src/ingest/timestamps.ts",
   "src/columns/standard-columns.ts",
+  // The finishing step (the cron's catch-up and refresh, the rating and template writes).
+  "bench/dataset/steady-state.ts",
+  "src/text-index/backfill.ts",
+  "src/analytics/metric-cells.ts",
+  "src/annotations/rating-store.ts",
+  "src/annotations/rating-values.ts",
+  "src/annotations/template-store.ts",
 ];
 
 function contentHash(files: string[], text: (file: string) => string = (file) => readFileSync(file, "utf8")): string {
@@ -136,6 +147,8 @@ async function generate(records: number, seed: number, key: string, target: stri
   for (const [type, n] of Object.entries(expected)) {
     if (counts[type] !== n) throw new Error(`dataset check failed: ${type} ${counts[type]} rows, expected ${n}`);
   }
+  const steadyState = await finishDataset(file, new SeededRandom(seed, 0x53544154), tenant, written.records, WINDOW_END_MICROS);
+  await checkpoint(file);
   const manifest: DatasetManifest = {
     key,
     records: written.records,
@@ -147,6 +160,7 @@ async function generate(records: number, seed: number, key: string, target: stri
     deletion: { key: DELETION_KEY, value: DELETION_VALUE },
     generatedAt: new Date().toISOString(),
     generationSeconds: (Date.now() - started) / 1000,
+    steadyState,
   };
   writeFileSync(path.join(building, "manifest.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   try {

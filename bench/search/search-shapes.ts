@@ -9,21 +9,42 @@ import type { DatasetManifest } from "../dataset/dataset-cache";
 
 /**
  * `indexed`: an index serves the filter and the order (targets: endpoint ≤ 1.5 × floor, engine
- * under 2 ms, 1M ≤ 1.2 × 100k). `scan` and `deep`: the run is read (a substring search, an
+ * under 2 ms, 1M ≤ 1.2 × 100k). `scan` and `deep`: the run is read (a 2-character substring, an
  * offset of 50,000), so only the endpoint's overhead on the floor is held to a target (1.2 ×).
+ * `text-index` (issue 23), `annotation` (issue 20 part 8) and `metrics` (issue 21 point 4): held
+ * to their endpoint p50 over a reference shape's endpoint p50 in the same run (`relative`).
  */
-export type ShapeClass = "indexed" | "scan" | "deep";
+export type ShapeClass = "indexed" | "scan" | "deep" | "text-index" | "annotation" | "metrics";
+
+/** A target on the shape's endpoint p50 over the reference shape's endpoint p50, same run and size. */
+export interface RelativeTarget {
+  reference: string;
+  /** At most this ratio: the target (or, with `fail`, the goal). */
+  goal: number;
+  /** Beyond this ratio the shape fails; between `goal` and it, the goal is missed. */
+  fail?: number;
+}
 
 export interface SearchShape {
   id: string;
   title: string;
-  route: "traces" | "spans" | "sessions";
+  /** A record kind's `partial_search`, or `metrics` for `metrics/search`. */
+  route: "traces" | "spans" | "sessions" | "metrics";
   class: ShapeClass;
+  relative?: RelativeTarget;
   body(dataset: DatasetManifest): Record<string, unknown>;
 }
 
 const PAGE = 100;
 const DAY_MICROS = 24 * 3600 * 1_000_000;
+const HOUR_MINUTES = 60;
+const DAY_MINUTES = 24 * 60;
+
+/**
+ * A substring too short for the trigram index (fewer than 3 characters), found in no record: the
+ * search reads every record of the run, as the rare word's did before the index.
+ */
+export const SHORT_NEEDLE = "qz";
 
 const iso = (micros: number) => new Date(Math.floor(micros / 1000)).toISOString();
 const leaf = (type: string, column_id: string, operator: string, value: unknown) => ({ type, column_id, operator, value });
@@ -99,11 +120,19 @@ export const SEARCH_SHAPES: readonly SearchShape[] = [
     }),
   },
   {
-    id: "text-scan",
-    title: `input contains a rare word (scan)`,
+    id: "text-index",
+    title: "input contains a rare word (text index)",
+    route: "spans",
+    class: "text-index",
+    relative: { reference: "first-page", goal: 1.5, fail: 5 },
+    body: (d) => ({ log_stream_id: d.tenant.logStreamId, limit: PAGE, filters: [leaf("text", "input", "contains", d.rareWord)] }),
+  },
+  {
+    id: "short-needle",
+    title: `input contains "${SHORT_NEEDLE}" (2 characters: scan)`,
     route: "spans",
     class: "scan",
-    body: (d) => ({ log_stream_id: d.tenant.logStreamId, limit: PAGE, filters: [leaf("text", "input", "contains", d.rareWord)] }),
+    body: (d) => ({ log_stream_id: d.tenant.logStreamId, limit: PAGE, filters: [leaf("text", "input", "contains", SHORT_NEEDLE)] }),
   },
   {
     id: "deep-page",
@@ -112,8 +141,56 @@ export const SEARCH_SHAPES: readonly SearchShape[] = [
     class: "deep",
     body: (d) => ({ log_stream_id: d.tenant.logStreamId, limit: PAGE, starting_token: 50_000 }),
   },
+  {
+    id: "annotation-dislike",
+    title: "annotations/<like_dislike> = false (dislikes)",
+    route: "traces",
+    class: "annotation",
+    relative: { reference: "metadata", goal: 1.5 },
+    body: (d) => ({ log_stream_id: d.tenant.logStreamId, limit: PAGE, filters: [leaf("boolean", `annotations/${templates(d).like_dislike}`, "eq", false)] }),
+  },
+  {
+    id: "annotation-low-score",
+    title: "annotations/<score> < 3",
+    route: "traces",
+    class: "annotation",
+    relative: { reference: "metadata", goal: 1.5 },
+    body: (d) => ({ log_stream_id: d.tenant.logStreamId, limit: PAGE, filters: [leaf("number", `annotations/${templates(d).score}`, "lt", 3)] }),
+  },
+  metricsShape("metrics-hourly", "metrics/search, 30 days, all keys, 1-hour buckets", HOUR_MINUTES, null, 3),
+  metricsShape("metrics-by-name", "metrics/search, 30 days, by name, 1-day buckets", DAY_MINUTES, "name", 5),
+  metricsShape("metrics-by-tags", "metrics/search, 30 days, by tags, 1-day buckets", DAY_MINUTES, "tags", 5),
+  metricsShape("metrics-by-customer", "metrics/search, 30 days, by user_metadata.customer (declared), 1-day buckets", DAY_MINUTES, "user_metadata.customer", 5),
 ];
 
+function templates(d: DatasetManifest) {
+  if (!d.steadyState) throw new Error(`dataset ${d.key} has no annotation templates (built before the finishing step)`);
+  return d.steadyState.annotations.templates;
+}
+
+/** metrics/search over the dataset's whole window (every key it reports), against first-page. */
+function metricsShape(id: string, title: string, intervalMinutes: number, groupBy: string | null, goal: number): SearchShape {
+  return {
+    id,
+    title,
+    route: "metrics",
+    class: "metrics",
+    relative: { reference: "first-page", goal },
+    body: (d) => ({
+      log_stream_id: d.tenant.logStreamId,
+      start_time: iso(d.window.startMicros),
+      end_time: iso(d.window.endMicros),
+      interval: intervalMinutes,
+      ...(groupBy ? { group_by: groupBy } : {}),
+    }),
+  };
+}
+
+/** The route a shape calls, relative to the project. */
+export function shapeRoute(shape: SearchShape): string {
+  return shape.route === "metrics" ? "metrics/search" : `${shape.route}/partial_search`;
+}
+
 export function shapePath(shape: SearchShape, dataset: DatasetManifest): string {
-  return `/v2/projects/${dataset.tenant.projectId}/${shape.route}/partial_search`;
+  return `/v2/projects/${dataset.tenant.projectId}/${shapeRoute(shape)}`;
 }

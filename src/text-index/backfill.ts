@@ -38,7 +38,7 @@ export async function backfillChunk(db: D1Database, chunkRids = BACKFILL_CHUNK_R
   return row?.pending_through ?? 0;
 }
 
-const CATCH_UP_SQL = `UPDATE records_text_backfill SET indexed_through = min(indexed_through + ?1, (SELECT max(rid) FROM records)) WHERE id = 1 AND indexed_through < (SELECT max(rid) FROM records)`;
+export const CATCH_UP_SQL = `UPDATE records_text_backfill SET indexed_through = min(indexed_through + ?1, (SELECT max(rid) FROM records)) WHERE id = 1 AND indexed_through < (SELECT max(rid) FROM records)`;
 const UNINDEXED_SQL = `SELECT coalesce((SELECT max(rid) FROM records), 0) - indexed_through AS unindexed FROM records_text_backfill WHERE id = 1`;
 
 /** Runs one catch-up chunk; how many rids above the index are left (0: caught up). */
