@@ -76,8 +76,8 @@ interface Fixture {
 }
 
 /** Searches during adds wanted for the p95, and the most adds repeated to get them. */
-const MIN_DURING = 40;
-const MAX_ROUNDS = 30;
+const MIN_DURING = 100;
+const MAX_ROUNDS = 60;
 
 const headersOf = (dataset: Dataset) => ({ "Service-API-Key": dataset.manifest.tenant.apiKey });
 

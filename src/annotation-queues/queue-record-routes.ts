@@ -7,7 +7,7 @@
  * Adding is bounded work per statement, done in the request: ENTRY_CHUNK records a statement
  * (a read of the next chunk of matches, then one insert), so 100,000 records are 100 chunks of
  * about three queries, well within a request's 1,000 D1 queries, and a search on the same shard
- * waits at most one chunk's statement: between chunks the request hands the event loop back
+ * waits at most for one statement: between its D1 calls the request hands the event loop back
  * (yieldToEventLoop), without which local D1 served nothing else until the whole add was done. Doing it in the request (rather than as a
  * queued job) answers Galileo's clients the exact `num_records_added` they expect, and a retried
  * request adds nothing twice (an entry already there is skipped).
@@ -135,7 +135,10 @@ async function addIds(c: Context<AppEnv>, queueId: string, projectId: string, ru
   const skip = others.length > 0 ? await listedElsewhere(c, queueId, others, ids) : new Set<string>();
   const fresh = ids.filter((id) => !skip.has(id));
   if (fresh.length === 0) return 0;
+  // Between the chunk's D1 calls too: a search then waits for one statement, not three.
+  await yieldToEventLoop();
   const firstSeq = await reserveSeq(c.env.DB, queueId, fresh.length);
+  await yieldToEventLoop();
   const [added] = await writeOnShard(c, projectId, (db) => [addIdsStatement(db, queueId, projectId, runId, fresh, firstSeq, nowMicros())]);
   return idsOf(added).length;
 }
