@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9 and 12.
+ * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9, 12 and 20.
  *
  *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
@@ -9,17 +9,20 @@
  *   npm run bench -- shards            scale-out: sharded against one database, isolation, capacity, moves (issue 10)
  *   npm run bench -- storage           bytes per record, per table and index, before/after the storage
  *                                      migration, with search and ingestion against both (issue 11)
+ *   npm run bench -- annotations       rating writes against one-span ingestion, and a 100,000-record
+ *                                      annotation queue add under a search loop (issue 20), 1M records
  *   npm run bench -- all               all six above but storage, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
- * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion; verify: 2000), --seed 1,
+ * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion, annotations; verify: 2000), --seed 1,
  * --shapes first-page,tag (search, storage), --seconds 75 (load: each phase), --port 8890 (load: the
  * server's loopback port, the inspector's next to it), --baseline <git ref> and --bytes-only (storage;
  * its --size defaults to 100000), --quick (few samples: to try the harness, not for figures).
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
  */
+import { runAnnotationsBench } from "./annotations/annotations-bench";
 import { ensureDataset } from "./dataset/dataset-cache";
 import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
@@ -32,7 +35,7 @@ import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "shards", "storage", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -98,6 +101,7 @@ async function main(): Promise<void> {
   if (bench === "verify") await verifyDataset(options.size === DEFAULT_SIZE ? 2_000 : options.size, options.seed);
   if (bench === "search" || bench === "all") await runSearchBench(options);
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
+  if (bench === "annotations") await runAnnotationsBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });

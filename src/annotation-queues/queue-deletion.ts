@@ -7,6 +7,7 @@
  * finishes what is left, QUEUE_DELETION.maintenanceChunks a run. A queue with 100,000 entries is
  * 100 bounded statements, never one unbounded cascade. Every step is idempotent.
  */
+import { yieldToEventLoop } from "../db/yield-to-event-loop";
 import type { Env } from "../env";
 import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
 import { ENTRY_CHUNK, purgeEntriesChunkStatement, purgeRatingsChunkStatement } from "./queue-entries";
@@ -56,6 +57,8 @@ export async function purgeQueue(env: Env, queueId: string, maxChunks: number): 
     const db = shardDatabase(env, shard);
     let projectDone = false;
     while (chunks < maxChunks) {
+      // Other requests are served between chunks (local D1 answers in this process).
+      if (chunks > 0) await yieldToEventLoop();
       chunks += 1;
       const statements = [
         ...(pending.queueDeleted ? [purgeEntriesChunkStatement(db, queueId, projectId, ENTRY_CHUNK)] : []),

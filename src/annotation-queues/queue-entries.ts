@@ -19,14 +19,17 @@ const dialect = new SQLiteAsyncDialect();
 
 /**
  * Adds the project's records with these ids (of the run, when given) to the queue at positions
- * firstSeq + index; an id already in the queue is skipped. RETURNING the ids added.
+ * firstSeq + index; an id already in the queue is skipped. RETURNING the ids added. CROSS JOIN
+ * keeps the id list the outer loop, each id one probe of records_project_record_id: left to
+ * itself SQLite walked all the project's records and scanned the list for each (a second per
+ * chunk at 10,000 records, project size × chunk comparisons).
  */
 export function addIdsStatement(db: D1Database, queueId: string, projectId: string, runId: string | null, ids: readonly string[], firstSeq: number, now: number): D1PreparedStatement {
   return db
     .prepare(
       `INSERT INTO annotation_queue_entries (record_rid, queue_id, seq, project_id, record_id, added_at)
        SELECT r.rid, ?1, ?5 + j.key, r.project_id, r.id, ?6 FROM json_each(?4) AS j
-         JOIN records AS r ON r.project_id = ?2 AND r.id = j.value
+         CROSS JOIN records AS r ON r.project_id = ?2 AND r.id = j.value
        WHERE ?3 IS NULL OR r.run_id = ?3
        ON CONFLICT DO NOTHING
        RETURNING record_id`,

@@ -7,13 +7,15 @@
  * Adding is bounded work per statement, done in the request: ENTRY_CHUNK records a statement
  * (a read of the next chunk of matches, then one insert), so 100,000 records are 100 chunks of
  * about three queries, well within a request's 1,000 D1 queries, and a search on the same shard
- * waits at most one chunk between two statements. Doing it in the request (rather than as a
+ * waits at most for one statement: between its D1 calls the request hands the event loop back
+ * (yieldToEventLoop), without which local D1 served nothing else until the whole add was done. Doing it in the request (rather than as a
  * queued job) answers Galileo's clients the exact `num_records_added` they expect, and a retried
  * request adds nothing twice (an entry already there is skipped).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { microsToIso, nowMicros } from "../db/client";
+import { yieldToEventLoop } from "../db/yield-to-event-loop";
 import type { AppEnv } from "../http/app-env";
 import { commonErrorResponses, ErrorDetail, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
@@ -133,7 +135,10 @@ async function addIds(c: Context<AppEnv>, queueId: string, projectId: string, ru
   const skip = others.length > 0 ? await listedElsewhere(c, queueId, others, ids) : new Set<string>();
   const fresh = ids.filter((id) => !skip.has(id));
   if (fresh.length === 0) return 0;
+  // Between the chunk's D1 calls too: a search then waits for one statement, not three.
+  await yieldToEventLoop();
   const firstSeq = await reserveSeq(c.env.DB, queueId, fresh.length);
+  await yieldToEventLoop();
   const [added] = await writeOnShard(c, projectId, (db) => [addIdsStatement(db, queueId, projectId, runId, fresh, firstSeq, nowMicros())]);
   return idsOf(added).length;
 }
@@ -202,11 +207,13 @@ export function registerAnnotationQueueRecords(app: Router): void {
     if (selector.type === "record_ids") {
       const ids = [...new Set(selector.record_ids)];
       for (let start = 0; start < ids.length; start += ENTRY_CHUNK) {
+        if (start > 0) await yieldToEventLoop();
         added += await addIds(c, queue.id, input.project_id, input.run_id, others, ids.slice(start, start + ENTRY_CHUNK));
       }
     } else {
       let after: KeysetCursor | null = null;
       for (let seen = 0; seen < QUEUE_LIMITS.maxRecordsPerAdd; ) {
+        if (after) await yieldToEventLoop();
         const chunk = await matchesChunk(c, input.project_id, input.run_id, selector.record_type, filter!, after, Math.min(ENTRY_CHUNK, QUEUE_LIMITS.maxRecordsPerAdd - seen));
         if (chunk.length === 0) break;
         seen += chunk.length;
@@ -231,6 +238,7 @@ export function registerAnnotationQueueRecords(app: Router): void {
         if (selector.type === "record_ids") {
           const ids = [...new Set(selector.record_ids)];
           for (let start = 0; start < ids.length; start += ENTRY_CHUNK) {
+            if (start > 0) await yieldToEventLoop();
             const [result] = await writeOnShard(c, projectId, (db) => [removeIdsStatement(db, queue.id, projectId, ids.slice(start, start + ENTRY_CHUNK))]);
             n += idsOf(result).length;
           }
@@ -238,6 +246,7 @@ export function registerAnnotationQueueRecords(app: Router): void {
         }
         // By filter: ENTRY_CHUNK a statement until a chunk comes back short.
         for (let chunk = 0; chunk * ENTRY_CHUNK < QUEUE_LIMITS.maxRecordsPerAdd; chunk++) {
+          if (chunk > 0) await yieldToEventLoop();
           const removedNow = await onProjectShard(c, projectId, "write", async ({ db }) => {
             await bindAnnotationColumns(db, projectId, { filter, sort: null } as unknown as SearchQuery);
             return idsOf(await removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, filter!, ENTRY_CHUNK).run()).length;

@@ -5,6 +5,7 @@
  * in any order, repeated or concurrent, converge on the same end: every matching subtree gone,
  * progress equal to the records removed.
  */
+import { yieldToEventLoop } from "../db/yield-to-event-loop";
 import { ChunkSizer } from "./chunk-sizer";
 import { type WorkBudget, deletionTestSeam, fixedChunkLimits } from "./deletion-budgets";
 import type { DeletionCounts, DeletionJob } from "./deletion-job-types";
@@ -32,16 +33,6 @@ export type AdvanceResult =
   | { state: "unfinished"; progress: DeletionCounts; stats: ChunkStats };
 
 const total = (c: DeletionCounts) => c.sessions + c.traces + c.spans;
-
-/**
- * Hands the event loop back for a moment (a timer, not a microtask). Against local D1, which
- * answers inside the same process, chunks chained straight into one another never let the
- * runtime read its sockets: under wrangler dev every HTTP request waited for the whole queue
- * message, and the local queue once lost a message's completion and stopped delivering (see
- * docs/deletion.md, "Running locally"). Deployed, a chunk is a network round trip to D1 anyway;
- * the pause costs about a millisecond per chunk.
- */
-const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
 
 /**
  * Advances the job's part on `d1` (a shard, or the catalog serving as one). `job` is the
