@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9 and 12.
+ * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9, 10, 11, 12 and 22.
  *
  *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
@@ -9,11 +9,13 @@
  *   npm run bench -- shards            scale-out: sharded against one database, isolation, capacity, moves (issue 10)
  *   npm run bench -- storage           bytes per record, per table and index, before/after the storage
  *                                      migration, with search and ingestion against both (issue 11)
- *   npm run bench -- all               all six above but storage, one after the other
+ *   npm run bench -- export            streamed export (jsonl_flat) against the sqlite3 shell: rate, workerd's
+ *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
+ *   npm run bench -- all               search, deletion, ingest, otlp, load and shards, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
- * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion; verify: 2000), --seed 1,
+ * Options: --sizes 100000,1000000 (search, export, dataset), --size 1000000 (deletion; verify: 2000), --seed 1,
  * --shapes first-page,tag (search, storage), --seconds 75 (load: each phase), --port 8890 (load: the
  * server's loopback port, the inspector's next to it), --baseline <git ref> and --bytes-only (storage;
  * its --size defaults to 100000), --quick (few samples: to try the harness, not for figures).
@@ -23,6 +25,7 @@
 import { ensureDataset } from "./dataset/dataset-cache";
 import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
+import { runExportBench } from "./export/export-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
 import { runLoadBench } from "./load/load-bench";
 import { runOtlpBench } from "./otlp/otlp-bench";
@@ -32,7 +35,7 @@ import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
 
-const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "shards", "storage", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "ingest", "otlp", "load", "shards", "storage", "export", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -102,6 +105,7 @@ async function main(): Promise<void> {
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
+  if (bench === "export") await runExportBench({ sizes: options.sizes, seed: options.seed, quick: options.quick });
   if (bench === "storage") {
     // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
     // about 3 GB and several minutes per side; the bytes per record hardly move with the size.
