@@ -53,6 +53,10 @@ export function cpuSeconds(pid: number): number {
 export interface Memory {
   /** Resident set now, bytes (VmRSS). */
   rss: number;
+  /** Its anonymous part (RssAnon): heaps, the isolate's included; not mapped files. */
+  anonymous: number;
+  /** Its file-backed part (RssFile): code and mapped files. */
+  file: number;
   /** The resident set's peak since the process started or since `resetPeakMemory` (VmHWM). */
   peak: number;
 }
@@ -64,7 +68,7 @@ export function memoryOf(pid: number): Memory {
     if (!match) throw new Error(`no ${field} in /proc/${pid}/status`);
     return Number(match[1]) * 1024;
   };
-  return { rss: kb("VmRSS"), peak: kb("VmHWM") };
+  return { rss: kb("VmRSS"), anonymous: kb("RssAnon"), file: kb("RssFile"), peak: kb("VmHWM") };
 }
 
 /**
