@@ -176,7 +176,7 @@ async function measureService(dataset: Dataset, repetitions: number): Promise<{ 
   return withDevServer({ name: "export", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: EXPORT_BENCH_VARS, readyPath: "/healthcheck" }, async (server) => {
     const pids = workerdPidsOf(server.pid);
     if (pids.length === 0) throw new Error(`no workerd process in wrangler dev's process group ${server.pid}`);
-    // The one that runs the worker: the largest (wrangler dev may run a second one for its proxy).
+    // wrangler dev starts two: the one that runs the worker (and the local D1) is the largest.
     const pid = pids.map((p) => ({ p, rss: memoryOf(p).rss })).sort((a, b) => b.rss - a.rss)[0]!.p;
     // Warm up: JIT, the statements' first plans, the file's pages in the page cache.
     await readExport(server, dataset, 4 * MB);
