@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9, 12 and 20.
+ * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9, 10, 11, 12, 20 and 22.
  *
  *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
@@ -11,11 +11,13 @@
  *                                      migration, with search and ingestion against both (issue 11)
  *   npm run bench -- annotations       rating writes against one-span ingestion, and a 100,000-record
  *                                      annotation queue add under a search loop (issue 20), 1M records
- *   npm run bench -- all               all six above but storage, one after the other
+ *   npm run bench -- export            streamed export (jsonl_flat) against the sqlite3 shell: rate, workerd's
+ *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
+ *   npm run bench -- all               search, deletion, ingest, otlp, load and shards, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
  *
- * Options: --sizes 100000,1000000 (search, dataset), --size 1000000 (deletion, annotations; verify: 2000), --seed 1,
+ * Options: --sizes 100000,1000000 (search, export, dataset), --size 1000000 (deletion, annotations; verify: 2000), --seed 1,
  * --shapes first-page,tag (search, storage), --seconds 75 (load: each phase), --port 8890 (load: the
  * server's loopback port, the inspector's next to it), --baseline <git ref> and --bytes-only (storage;
  * its --size defaults to 100000), --quick (few samples: to try the harness, not for figures).
@@ -26,6 +28,7 @@ import { runAnnotationsBench } from "./annotations/annotations-bench";
 import { ensureDataset } from "./dataset/dataset-cache";
 import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
+import { runExportBench } from "./export/export-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
 import { runLoadBench } from "./load/load-bench";
 import { runOtlpBench } from "./otlp/otlp-bench";
@@ -35,7 +38,7 @@ import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
 
-const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -106,6 +109,7 @@ async function main(): Promise<void> {
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
+  if (bench === "export") await runExportBench({ sizes: options.sizes, seed: options.seed, quick: options.quick });
   if (bench === "storage") {
     // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
     // about 3 GB and several minutes per side; the bytes per record hardly move with the size.

@@ -10,7 +10,7 @@ import { SELF } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { bodyLimitFor } from "../src/http/body-limits";
 import { FULL_REPORT_VALUES } from "../src/http/bounded-body";
-import { jsonShape } from "../src/http/json-shape";
+import { jsonShape, nestsDeeperThan } from "../src/http/json-shape";
 import { StatusSchema } from "../src/otlp/generated/google/rpc/status_pb";
 import { OTLP_LIMITS } from "../src/otlp/otlp-limits";
 import { countWire } from "../src/otlp/wire-counts";
@@ -48,6 +48,15 @@ describe("counting JSON values on the bytes", () => {
     expect(jsonShape(encode('["a\\"b,[{", "\\\\", "漢字"]'), 100, 10)).toEqual({ values: 4, depth: 1 });
     expect(jsonShape(encode("[[[[]]]]"), 100, 3)).toMatchObject({ over: "depth" });
     expect(jsonShape(encode(`[${repeat("{}", 50)}]`), 50, 10)).toMatchObject({ over: "values", values: 51 });
+  });
+
+  it("nestsDeeperThan: exactly at the bracket count that can pass the depth, and brackets inside strings are text", () => {
+    const nested = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
+    expect(nestsDeeperThan(nested(512), 512)).toBe(false);
+    expect(nestsDeeperThan(nested(513), 512)).toBe(true);
+    expect(nestsDeeperThan(`{"a":${"[".repeat(513)}`, 512)).toBe(true); // cut short: still too deep
+    expect(nestsDeeperThan(JSON.stringify("[{".repeat(600)), 512)).toBe(false);
+    expect(nestsDeeperThan(`[${repeat("[]", 600)}]`, 512)).toBe(false);
   });
 });
 

@@ -5,6 +5,7 @@
  */
 import { createExecutionContext, env } from "cloudflare:test";
 import { beforeAll, describe, expect, it, vi } from "vitest";
+import { type D1Call, observeD1 } from "../src/http/d1-round-trips";
 import worker from "../src/index";
 import { type Run, createRun, postSession, postTraces } from "./deletion-fixtures";
 import { call } from "./support/client";
@@ -166,6 +167,32 @@ describe("refusals", () => {
       expect(answer.status, JSON.stringify(answer.body)).toBe(422);
       expect(answer.body.detail[0].loc.slice(0, loc.length)).toEqual(loc);
     }
+  });
+});
+
+describe("D1 statements", () => {
+  /**
+   * A Worker invocation may make 1,000 D1 queries, so they bound the largest streamed export
+   * (docs/benchmarks.md, "Export (issue 22)"). The statement reads a page and one row more: a
+   * short page is the end of its walk, with no empty statements to confirm it.
+   */
+  it("jsonl_flat of 130 traces: one statement per page of roots and one per page of their spans", async () => {
+    const row = await env.DB.prepare("SELECT coalesce(shard, 'DB') AS shard FROM projects WHERE id = ?").bind(run.projectId).first<{ shard: string }>();
+    const binding = row!.shard;
+    const calls: D1Call[] = [];
+    const observed = observeD1((env as unknown as Record<string, D1Database>)[binding]!, (c) => calls.push(c));
+    const request = new Request(`http://trace-store.test/v2/projects/${run.projectId}/export_records`, {
+      method: "POST",
+      headers: { "Service-API-Key": admin.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ log_stream_id: run.logStreamId, root_type: "trace", export_format: "jsonl_flat" }),
+    }) as Request<unknown, IncomingRequestCfProperties>;
+    const response = await worker.fetch(request, { ...env, [binding]: observed }, createExecutionContext());
+    expect(lines(await response.text())).toHaveLength(130 * 3);
+    // A page of a search statement (compile-search-query.ts) is the one that counts its rows read.
+    const pages = calls.filter((c) => c.statements.some((s) => s.sql.includes('"_rows_read"')));
+    // Roots: the first 101, then the rest of their created_at (29, short: the tie's end), then
+    // past it (empty: the end). Spans: one short page under each page of roots.
+    expect(pages).toHaveLength(5);
   });
 });
 

@@ -95,8 +95,19 @@ export async function* keysetPages(
     }
     const last = rows[rows.length - 1]!;
     after = { createdAt: Number(last.created_at), id: String(last.id) };
+    const readTie = tie;
     tie = true;
     yield { rows, records: rows.map((row) => shapeRecord(row, query) as ExportRecord), cursor: { after, tie } };
+    // The statement reads pageSize + 1 rows (compileSearchQuery) and returns them unless its byte
+    // budget cuts the page (`_rows_read` counts them before the cut). Fewer read, none cut: nothing
+    // is left where it read. Past the tie (or from the start) that is the end, without the two
+    // empty statements that would confirm it; within the tie, the walk goes on past the
+    // created_at at once. Most descendant walks fit one page: one statement instead of three.
+    const read = Number(rows[0]!._rows_read ?? rows.length);
+    if (read <= pageSize && rows.length === read) {
+      if (!readTie) return;
+      tie = false;
+    }
   }
 }
 
