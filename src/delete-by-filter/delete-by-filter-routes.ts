@@ -25,7 +25,7 @@ import { bindAnnotationColumns } from "../search/bind-annotation-columns";
 import { compileSearchQuery } from "../search/compile-search-query";
 import { normalizeSearchRequest } from "../search/normalize-search-request";
 import { classifySearchCost, withinSearchAdmission } from "../search/search-cost";
-import type { SearchQuery } from "../search/search-query";
+import { idsOnlyQuery } from "../search/search-query";
 import { ROUTE_SEGMENT, SEARCH_FAMILIES } from "../search/search-routes";
 import { PartialSearchRequestSchema } from "../search/search-schemas";
 import { countFilterDeletion, DRY_RUN_CAP } from "./count-filter-deletion";
@@ -95,16 +95,7 @@ export function registerDeleteByFilter(app: Router): void {
       const selector = runSelectorOf(body);
       const searched = normalizeSearchRequest(body, family, "partial");
       // Only the ids of the matches, in the native order (an index walk): no sort, no counts.
-      const query: SearchQuery = {
-        ...searched,
-        sort: null,
-        limit: SELECTION_LIMIT,
-        offset: 0,
-        projection: { columns: [], metrics: new Set(), feedback: false },
-        includeCounts: false,
-        includeMetricInfo: false,
-        truncateFields: false,
-      };
+      const query = idsOnlyQuery(searched, SELECTION_LIMIT);
       // Another organization's project or run, or an unknown one: 404 before anything is read.
       const run = await ownedRunWithProject(database(c.env.DB), principal, project_id, selector);
       // Annotation leaves are checked against the project's templates, which live on its shard.

@@ -14,7 +14,7 @@ import { bindAnnotationColumns } from "./bind-annotation-columns";
 import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
 import { COUNT_CAP, countRoute } from "./count-routes";
 import { normalizeSearchRequest } from "./normalize-search-request";
-import type { SearchQuery } from "./search-query";
+import { idsOnlyQuery } from "./search-query";
 import { withinRetention } from "./retention-window";
 import { withinTextIndexedAdmission } from "./search-cost";
 import { SEARCH_FAMILIES } from "./search-routes";
@@ -29,16 +29,7 @@ export function registerCounts(app: Router): void {
       const selector = runSelectorOf(body);
       const searched = normalizeSearchRequest(body, family, "partial");
       // Only the id of each match is read: no sort (the native order has an index), no counts.
-      const query: SearchQuery = {
-        ...searched,
-        sort: null,
-        limit: COUNT_CAP,
-        offset: 0,
-        projection: { columns: [], metrics: new Set(), feedback: false },
-        includeCounts: false,
-        includeMetricInfo: false,
-        truncateFields: false,
-      };
+      const query = idsOnlyQuery(searched, COUNT_CAP);
 
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
       // One round trip to the project's shard, as a search (run-search.ts).

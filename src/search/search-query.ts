@@ -62,3 +62,21 @@ export interface SearchQuery {
   includeMetricInfo: boolean;
   truncateFields: boolean;
 }
+
+/**
+ * The query of a request that needs only the ids of its matches, in the native order (an index
+ * walk), up to `limit`: no sort, no offset, no columns, no counts. Counting and deletion by
+ * filter read a search's matches this way.
+ */
+export function idsOnlyQuery(searched: SearchQuery, limit: number): SearchQuery {
+  return {
+    ...searched,
+    sort: null,
+    limit,
+    offset: 0,
+    projection: { columns: [], metrics: new Set(), feedback: false },
+    includeCounts: false,
+    includeMetricInfo: false,
+    truncateFields: false,
+  };
+}
