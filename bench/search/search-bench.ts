@@ -262,9 +262,13 @@ function verdict(run: ShapeRun, smaller: ShapeRun | undefined): Verdict {
   const failures: string[] = [];
   const { endpoint, floor, engine } = run;
   if (!endpoint || !floor || !engine) return { pass: false, failures: [run.capture.detail ?? "not measured"] };
+  // One round trip per search. An isolate re-reads an API key's principal every 5 s
+  // (CACHE_TTL_MS of src/auth/principal-store.ts: a revoked key stops within 5 s, issue 19), so
+  // a request in each 5 s also makes that read: the target is 1 for most requests, 2 at most.
   const trips = [...new Set(endpoint.roundTrips)];
+  const single = endpoint.roundTrips.filter((t) => t === 1).length;
   if (trips.length === 0) failures.push("no Server-Timing round-trip count");
-  else if (trips.some((t) => t !== 1)) failures.push(`${trips.join("/")} D1 round trips (target 1)`);
+  else if (trips.some((t) => t > 2) || single * 2 < endpoint.roundTrips.length) failures.push(`${trips.join("/")} D1 round trips (target 1, plus the key's re-read every 5 s)`);
   const overFloor = endpoint.p50 / floor.p50;
   if (run.shape.class === "indexed") {
     if (overFloor > 1.5) failures.push(`endpoint ${ratio(overFloor)} the floor (target ≤ 1.5×)`);
