@@ -40,7 +40,7 @@ async function main() {
     const file = dataset.sqliteFile;
     const runId = dataset.manifest.tenant.logStreamId;
     const key = "customer";
-    await runSqlite(file, `INSERT INTO metric_settings (project_id, metadata_key) VALUES ('${dataset.manifest.tenant.projectId}', '${key}');`);
+    await runSqlite(file, `INSERT OR REPLACE INTO metric_settings (project_id, metadata_key) VALUES ('${dataset.manifest.tenant.projectId}', '${key}');`);
     const startMicros = Math.floor(dataset.manifest.window.startMicros / HOUR_MICROS) * HOUR_MICROS;
     const endMicros = Math.min(startMicros + 30 * 24 * HOUR_MICROS, Math.ceil(dataset.manifest.window.endMicros / HOUR_MICROS) * HOUR_MICROS);
     const plan = traceMetricsPlan(new Set(["duration_ns", "num_input_tokens", "num_output_tokens", "num_total_tokens", "cost", "toxicity"]));
