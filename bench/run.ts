@@ -19,7 +19,7 @@
  *
  * Options: --sizes 100000,1000000 (search, export, dataset), --size 1000000 (deletion, annotations; verify: 2000), --seed 1,
  * --shapes first-page,tag (search, storage), --seconds 75 (load: each phase), --port 8890 (load: the
- * server's loopback port, the inspector's next to it), --baseline <git ref> and --bytes-only (storage;
+ * server's loopback port, the inspector's next to it), --baseline <git ref>, --bytes-only and --ingest-only (storage;
  * its --size defaults to 100000), --quick (few samples: to try the harness, not for figures).
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
@@ -50,6 +50,7 @@ interface Options {
   seed: number;
   baseline?: string;
   bytesOnly: boolean;
+  ingestOnly: boolean;
   quick: boolean;
   shapes: string[];
   seconds: number | undefined;
@@ -66,7 +67,7 @@ const DEFAULT_SIZE = 1_000_000;
 const STORAGE_DEFAULT_SIZE = 100_000;
 
 function parseArguments(argv: string[]): Options {
-  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, sizeGiven: false, seed: 1, bytesOnly: false, quick: false, shapes: [], seconds: undefined, port: undefined };
+  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, sizeGiven: false, seed: 1, bytesOnly: false, ingestOnly: false, quick: false, shapes: [], seconds: undefined, port: undefined };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;
     const value = () => {
@@ -82,12 +83,13 @@ function parseArguments(argv: string[]): Options {
       options.sizeGiven = true;
     } else if (arg === "--baseline") options.baseline = value();
     else if (arg === "--bytes-only") options.bytesOnly = true;
+    else if (arg === "--ingest-only") options.ingestOnly = true;
     else if (arg === "--seed") options.seed = positiveInteger(value(), "--seed");
     else if (arg === "--shapes") options.shapes = value().split(",").filter(Boolean);
     else if (arg === "--quick") options.quick = true;
     else if (arg === "--seconds") options.seconds = positiveInteger(value(), "--seconds");
     else if (arg === "--port") options.port = positiveInteger(value(), "--port");
-    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --baseline, --bytes-only, --quick`);
+    else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --baseline, --bytes-only, --ingest-only, --quick`);
   }
   return options;
 }
@@ -114,7 +116,7 @@ async function main(): Promise<void> {
     // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
     // about 3 GB and several minutes per side; the bytes per record hardly move with the size.
     const size = options.sizeGiven ? options.size : STORAGE_DEFAULT_SIZE;
-    await runStorageBench({ size, seed: options.seed, baseline: options.baseline, quick: options.quick, shapes: options.shapes, bytesOnly: options.bytesOnly });
+    await runStorageBench({ size, seed: options.seed, baseline: options.baseline, quick: options.quick, shapes: options.shapes, bytesOnly: options.bytesOnly, ingestOnly: options.ingestOnly });
   }
   console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

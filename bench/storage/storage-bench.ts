@@ -32,7 +32,17 @@ export interface StorageBenchOptions {
   shapes: string[];
   /** Bytes only: no search or ingestion benches. */
   bytesOnly: boolean;
+  /**
+   * Ingestion only, no dataset: each side's ingestion bench (into new databases) twice, the sides
+   * alternating, held to the round's rule (at least 0.8 × the baseline's throughput).
+   */
+  ingestOnly: boolean;
 }
+
+/** This round's rule for ingestion against its starting commit (--ingest-only). */
+const ROUND_INGEST_FLOOR = 0.8;
+/** Runs per side in --ingest-only, alternating: the machine's drift falls on both sides alike. */
+const INGEST_ONLY_ROUNDS = 2;
 
 /** Search shapes may be no slower than this × their p50 before (issue 11). */
 const SEARCH_SLOWDOWN_LIMIT = 1.1;
@@ -122,7 +132,7 @@ function searchTable(before: Record<string, string>[], after: Record<string, str
   return { table, failures };
 }
 
-function ingestTable(before: Record<string, string>[], after: Record<string, string>[]): { table: string; failures: string[] } {
+function ingestTable(before: Record<string, string>[], after: Record<string, string>[], floor = 0.95): { table: string; failures: string[] } {
   const failures: string[] = [];
   const rows = before.map((b) => {
     const path_ = b["payload and path"] ?? "";
@@ -131,12 +141,54 @@ function ingestTable(before: Record<string, string>[], after: Record<string, str
     const ra = a ? parseFigure(a["spans/s"] ?? "") : Number.NaN;
     const service = path_.includes(": service");
     // Throughput on a shared machine moves by a few percent between runs: "not slower" allows 5%.
-    const pass = !service || ra / rb >= 0.95;
+    const pass = !service || ra / rb >= floor;
     if (!pass) failures.push(`- ${path_}: ${ratio(ra / rb)} of before`);
     return [path_, b["spans/s"] ?? "", a?.["spans/s"] ?? "—", ratio(ra / rb), service ? (pass ? "PASS" : "FAIL") : ""];
   });
   const table = markdownTable(["payload and path", "spans/s before", "spans/s after", "after / before", "target"], rows, ["l", "r", "r", "r", "l"]);
   return { table, failures };
+}
+
+/** Each path's spans/s as the mean over the runs of one side (the rows of its ingestion reports). */
+function meanIngestRows(runs: Record<string, string>[][]): Record<string, string>[] {
+  return runs[0]!.map((row) => {
+    const path_ = row["payload and path"];
+    const rates = runs.map((rows) => parseFigure(rows.find((r) => r["payload and path"] === path_)?.["spans/s"] ?? ""));
+    const mean = rates.reduce((a, b) => a + b, 0) / rates.length;
+    return { ...row, "spans/s": count(Math.round(mean)), runs: rates.map((r) => count(Math.round(r))).join(" / ") };
+  });
+}
+
+async function runIngestOnly(sides: Side[], ref: string, options: StorageBenchOptions, startLoad: number[]): Promise<string> {
+  const quick = options.quick ? ["--quick"] : [];
+  const runs = new Map<Side, Record<string, string>[][]>(sides.map((side) => [side, []]));
+  for (let round = 0; round < INGEST_ONLY_ROUNDS; round++) {
+    for (const side of sides) runs.get(side)!.push(markdownRows(runAndRead(side, ["ingest", ...quick], "ingest"), "payload and path"));
+  }
+  const [before, after] = sides.map((side) => meanIngestRows(runs.get(side)!)) as [Record<string, string>[], Record<string, string>[]];
+  const ingest = ingestTable(before, after, ROUND_INGEST_FLOOR);
+  const perRun = sides.flatMap((side) => before.map((row) => `- ${side.label}, ${row["payload and path"]}: ${(side.label === "before" ? before : after).find((r) => r["payload and path"] === row["payload and path"])?.runs ?? "—"} spans/s`));
+  const markdown = [
+    "# Ingestion against a baseline",
+    "",
+    runConditions(startLoad),
+    `- before: commit ${sides[0]!.commit.slice(0, 12)} (\`${ref}\`); after: commit ${sides[1]!.commit.slice(0, 12)} (this checkout)`,
+    `- each side's own ingestion bench (its schema, triggers and write path, into new databases), ${INGEST_ONLY_ROUNDS} runs per side alternating (before, after, before, after); spans/s is the mean of a side's runs${options.quick ? "; QUICK run (few samples: not for figures)" : ""}`,
+    "",
+    ingest.table,
+    "",
+    `Target: the service's throughput at least ${ROUND_INGEST_FLOOR}× before's (this round's rule for what its derived data may cost ingestion).`,
+    "",
+    "Each run's spans/s:",
+    "",
+    ...perRun,
+    "",
+    ingest.failures.length > 0 ? ["Targets missed:", "", ...ingest.failures].join("\n") : "Every target met.",
+    "",
+  ].join("\n");
+  const file = writeResult("ingest-baseline", markdown, options.quick);
+  console.log(`\n${markdown}\nwritten to ${file}`);
+  return file;
 }
 
 export async function runStorageBench(options: StorageBenchOptions): Promise<string> {
@@ -148,6 +200,7 @@ export async function runStorageBench(options: StorageBenchOptions): Promise<str
     { label: "before", tree: base.dir, commit: base.commit },
     { label: "after", tree: REPO_ROOT, commit: head },
   ];
+  if (options.ingestOnly) return runIngestOnly(sides, ref, options, startLoad);
   console.log(`storage: before = ${base.commit.slice(0, 12)} (${ref}), after = this checkout; ${count(options.size)} records, seed ${options.seed}`);
   const sizeArgs = ["--sizes", String(options.size), "--seed", String(options.seed)];
   for (const side of sides) {
