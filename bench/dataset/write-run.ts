@@ -28,9 +28,12 @@ export const TRACES_PER_REQUEST = 100;
 
 /**
  * Indexes the write statements read: the upsert's conflict target (which must exist: it is
- * UNIQUE) and the `has_children` lookup. (Side-row deletes use the side tables' primary keys.)
+ * UNIQUE), the `has_children` lookup, and the trace's llm spans and the session's traces that
+ * the roll-up triggers sum (migration 0013): dropped, each insert's roll-up would read the whole
+ * table, and a load would take time quadratic in its size. (Side-row deletes use the side
+ * tables' primary keys.)
  */
-const INDEXES_USED_BY_WRITES = new Set(["records_project_record_id", "records_parent"]);
+const INDEXES_USED_BY_WRITES = new Set(["records_project_record_id", "records_parent", "records_trace", "records_session"]);
 
 export interface RunScope {
   organizationId: string;
