@@ -118,8 +118,10 @@ describe("peak heap of the worst bodies at each route's caps", () => {
       }
     });
     figures.push(`OTLP protobuf: 5 million empty spans, 10 MB body, refused; peak ${(peak / MB).toFixed(1)} MB`);
-    // Decoding them would take about a gigabyte; what remains is the sampling noise of the runs before.
-    expect(peak).toBeLessThan(16 * MB);
+    // Decoding them would take about a gigabyte. The count itself takes about 14 MB of heap (13.9
+    // alone, 16.2 MB after the runs before it in a full suite): 32 MB still tells a refusal from a
+    // decode by thirty times.
+    expect(peak).toBeLessThan(32 * MB);
     console.log(figures.join("\n"));
   }, 120_000);
 });
