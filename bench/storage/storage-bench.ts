@@ -165,9 +165,10 @@ async function runIngestOnly(sides: Side[], ref: string, options: StorageBenchOp
   for (let round = 0; round < INGEST_ONLY_ROUNDS; round++) {
     for (const side of sides) runs.get(side)!.push(markdownRows(runAndRead(side, ["ingest", ...quick], "ingest"), "payload and path"));
   }
-  const [before, after] = sides.map((side) => meanIngestRows(runs.get(side)!)) as [Record<string, string>[], Record<string, string>[]];
+  const means = sides.map((side) => meanIngestRows(runs.get(side)!));
+  const [before, after] = means as [Record<string, string>[], Record<string, string>[]];
   const ingest = ingestTable(before, after, ROUND_INGEST_FLOOR);
-  const perRun = sides.flatMap((side) => before.map((row) => `- ${side.label}, ${row["payload and path"]}: ${(side.label === "before" ? before : after).find((r) => r["payload and path"] === row["payload and path"])?.runs ?? "—"} spans/s`));
+  const perRun = sides.flatMap((side, i) => means[i]!.map((row) => `- ${side.label}, ${row["payload and path"]}: ${row.runs} spans/s`));
   const markdown = [
     "# Ingestion against a baseline",
     "",
