@@ -184,6 +184,13 @@ describe("the job and the URL", () => {
     expect((await call(`/v2/exports/${otherJob.body.job_id}/file?expires=${expires}&signature=${signature}`)).status).toBe(403);
     expect((await call(`/v2/exports/${uuid()}/file?expires=${expires}&signature=${signature}`)).status).toBe(404);
     expect((await call(`/v2/exports/${jobId}/file?expires=x&signature=${signature}`)).status).toBe(403);
+    // An empty or extra segment is no such export, whatever credentials come with it (the route
+    // takes none; a 401 would be an answer it does not declare).
+    for (const path of ["/v2/exports//file", `/v2/exports/${jobId}/file/extra`, "/v2/exports/"]) {
+      const answer = await call(path, { headers: { "Service-API-Key": "tsk_wrong" } });
+      expect(answer.status, path).toBe(404);
+      expect(answer.body.detail, path).toMatch(/export/i);
+    }
     await waitForExport(member, otherJob.body.job_id);
   });
 

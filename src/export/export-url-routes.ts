@@ -148,4 +148,10 @@ export function registerExportDownload(app: Router): void {
       },
     }) as never;
   });
+  // Everything else under /v2/exports/ is the signed download's space too (registered before
+  // authentication): an empty or extra path segment is no such export, not a 401 that would
+  // send a client looking for credentials this route never takes.
+  app.get("/exports/*", () => {
+    throw notFound("Export");
+  });
 }
