@@ -91,6 +91,18 @@ export class TextCandidatesOverflow extends Error {
   }
 }
 
+/**
+ * SQL: `value` when `condition` holds, else NULL; as the key of an index seek (`col = onlyWhen(..)`),
+ * an arm that reads nothing unless the condition holds. A plain `condition AND col = value` does
+ * not do it when the condition holds a subquery: SQLite (3.40 and D1's) tests such a constant term
+ * on every entry of the loop instead of once before it, so an arm meant to be off walked the
+ * run's whole index: 120 ms of the 150 ms of the bench's text search at 1,000,000 records
+ * (docs/benchmarks.md, "Text index"). A NULL key makes the seek end at once.
+ */
+export function onlyWhen(condition: SQL, value: SQL): SQL {
+  return sql`CASE WHEN ${condition} THEN ${value} END`;
+}
+
 const PENDING_THROUGH = sql.raw(`(SELECT "pending_through" FROM "records_text_backfill" WHERE "id" = 1)`);
 const INDEXED_THROUGH = sql.raw(`(SELECT "indexed_through" FROM "records_text_backfill" WHERE "id" = 1)`);
 
@@ -99,7 +111,7 @@ const INDEXED_THROUGH = sql.raw(`(SELECT "indexed_through" FROM "records_text_ba
  * says it overflowed): the index's matches for the family token AND the needle's trigrams, then
  * the family's records the backfill has not reached, from the family's index (the unary `+`
  * keeps SQLite from reading the table's rowid range instead, every tenant's rows); none once it
- * is done: the constant test stops that arm before it reads an entry. Then the tail above
+ * is done: the seek key is NULL then (onlyWhen), so that arm ends before it reads an entry. Then the tail above
  * indexed_through, by rid range (the unary `+` keeps the family's index from driving: it would
  * read all of the run's entries), one row per record, NULL for other families' records.
  */
@@ -108,7 +120,7 @@ export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlPara
   const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${pack.value(trigramQuery(driver.alternatives))}`;
   // The hidden column named after the table, qualified: a bare "tx" would be read as a string.
   const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx"."records_text" MATCH ${match}`;
-  const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE ${PENDING_THROUGH} > 0 AND "tu"."family_key" = ${familyKey} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
+  const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE "tu"."family_key" = ${onlyWhen(sql`${PENDING_THROUGH} > 0`, familyKey)} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
   const tail = sql`SELECT CASE WHEN +"tt"."family_key" = ${familyKey} THEN "tt"."rid" END AS "rid" FROM "records" AS "tt" WHERE "tt"."rid" > ${INDEXED_THROUGH}`;
   return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending} UNION ALL ${tail}) LIMIT ${pack.value(bound + 1)}`;
 }
