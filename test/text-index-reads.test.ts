@@ -71,9 +71,10 @@ describe("a search through the text index", () => {
     expect(page.results.map((r) => r.id).sort()).toEqual(hits.map((t) => t.id).sort());
     const counted = await db.prepare(compiled.candidateCount!.sql).bind(...compiled.candidateCount!.params).all<{ candidates: number }>();
     expect(counted.results[0]!.candidates).toBe(2);
-    // A few rows per candidate and per lookup; walking the run's index would be FILLER or more.
-    expect(page.meta.rows_read, "rows read by the page").toBeLessThan(60);
-    expect(counted.meta.rows_read, "rows read by the candidate count").toBeLessThan(60);
+    // Rows of the trigram probes, the candidates and the page's own steps (about 140 and 40 here,
+    // whatever the run's size); walking the run's index would be FILLER more.
+    expect(page.meta.rows_read, "rows read by the page").toBeLessThan(FILLER / 2);
+    expect(counted.meta.rows_read, "rows read by the candidate count").toBeLessThan(FILLER / 2);
   });
 
   it("matches a needle's rarest trigrams when it has rare ones, all of them when not, and answers as the scan", { timeout: 120_000 }, async () => {
