@@ -33,7 +33,7 @@ import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, gu
 import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
-import { TEXT_CANDIDATES_READ_ALL, type TextDriver, textCandidates, textDriverOf } from "./text-driver";
+import { onlyWhen, TEXT_CANDIDATES_READ_ALL, type TextDriver, textCandidates, textDriverOf } from "./text-driver";
 import { RATINGS_COLUMN, ratingsJsonSql } from "../annotations/record-feedback";
 
 export interface SearchScope {
@@ -82,10 +82,10 @@ interface Context {
 }
 
 /** The run's family every arm is confined to (by its key), and the ownership guard. */
-function baseConditions(ctx: Context): SQL {
-  const { pack, scope, query } = ctx;
+function baseConditions(ctx: Context, familyKey: SQL = ctx.familyKey): SQL {
+  const { pack, scope } = ctx;
   const run = pack.value(scope.runId);
-  return sql`${r.familyKey} = ${ctx.familyKey} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
+  return sql`${r.familyKey} = ${familyKey} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
 }
 
 function residual(nodes: readonly FilterNode[], pack: SqlParamPack): SQL {
@@ -176,7 +176,9 @@ function textPlan(ctx: Context): SQL {
   const readAll = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM "tcand" CROSS JOIN ${from(r)} ON ${r.rid} = "tcand"."rid" WHERE ${walkable ? sql`${count} <= ${few} AND ` : sql``}${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
   if (!walkable) return readAll;
   // The unary + keeps SQLite from driving by the candidates' row keys: the order index drives.
-  const walk = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${count} > ${few} AND ${baseConditions(ctx)} AND +${r.rid} IN (SELECT "rid" FROM "tcand") AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${byId ? sql`${r.id} ${dir}` : order} ${pageLimit(ctx)}`;
+  // Its seek key is NULL unless there are more than `few` candidates (onlyWhen: a constant test
+  // in the WHERE would be tested on every entry of the run's index, not once).
+  const walk = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx, onlyWhen(sql`${count} > ${few}`, ctx.familyKey))} AND +${r.rid} IN (SELECT "rid" FROM "tcand") AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${byId ? sql`${r.id} ${dir}` : order} ${pageLimit(ctx)}`;
   return sql`SELECT * FROM (${readAll}) UNION ALL SELECT * FROM (${walk})`;
 }
 

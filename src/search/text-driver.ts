@@ -24,7 +24,7 @@
  */
 import { type SQL, sql } from "drizzle-orm";
 import { familyTokenSql } from "../text-index/family-token";
-import { needleTrigrams, trigramQuery } from "../text-index/needle-trigrams";
+import { needleTrigrams, quotedTrigram, RARE_TRIGRAM_DOCS, RAREST_TRIGRAMS } from "../text-index/needle-trigrams";
 import { conjunctsOf } from "./compile-filter-tree";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
 import type { SqlParamPack } from "./sql-param-pack";
@@ -91,24 +91,64 @@ export class TextCandidatesOverflow extends Error {
   }
 }
 
+/**
+ * SQL: `value` when `condition` holds, else NULL; as the key of an index seek (`col = onlyWhen(..)`),
+ * an arm that reads nothing unless the condition holds. A plain `condition AND col = value` does
+ * not do it when the condition holds a subquery: SQLite (3.40 and D1's) tests such a constant term
+ * on every entry of the loop instead of once before it, so an arm meant to be off walked the
+ * run's whole index: 120 ms of the 150 ms of the bench's text search at 1,000,000 records
+ * (docs/benchmarks.md, "Text index"). A NULL key makes the seek end at once.
+ */
+export function onlyWhen(condition: SQL, value: SQL): SQL {
+  return sql`CASE WHEN ${condition} THEN ${value} END`;
+}
+
 const PENDING_THROUGH = sql.raw(`(SELECT "pending_through" FROM "records_text_backfill" WHERE "id" = 1)`);
 const INDEXED_THROUGH = sql.raw(`(SELECT "indexed_through" FROM "records_text_backfill" WHERE "id" = 1)`);
 
 /**
+ * SQL (text): the FTS5 query of one trigram set, ANDed. A set of more than RAREST_TRIGRAMS is
+ * narrowed in the statement: each trigram is probed (how many records of the database hold it,
+ * counted up to RARE_TRIGRAM_DOCS: a LIMIT, so a common trigram costs its first entries, not its
+ * doclist; an `fts5vocab` table would count by reading every doclist whole: 77 ms for the bench
+ * needle's eight at 1,000,000 records, more than the search), then the rarest one is kept with
+ * up to RAREST_TRIGRAMS - 1 more that are rare too, or every trigram when none is rare (on common
+ * trigrams it is their overlap that narrows). The probes read the index only, never a row.
+ */
+export function trigramMatchQuery(set: readonly string[], pack: SqlParamPack): SQL {
+  const terms = set.map(quotedTrigram);
+  if (terms.length <= RAREST_TRIGRAMS) return pack.value(terms.join(" AND "));
+  const cap = pack.value(RARE_TRIGRAM_DOCS);
+  const docs = sql`(SELECT count(*) FROM (SELECT 1 FROM "records_text" AS "tp" WHERE "tp"."records_text" MATCH "tj"."value" LIMIT ${cap}))`;
+  const probed = sql`SELECT "tj"."key" AS "key", "tj"."value" AS "term", ${docs} AS "docs" FROM json_each(${pack.list(terms)}) AS "tj"`;
+  const ranked = sql`SELECT "term", "docs", row_number() OVER (ORDER BY "docs", "key") AS "rank", min("docs") OVER () AS "rarest" FROM (${probed})`;
+  return sql`(SELECT group_concat("term", ' AND ') FROM (${ranked}) WHERE "rarest" >= ${cap} OR "rank" = 1 OR ("rank" <= ${pack.value(RAREST_TRIGRAMS)} AND "docs" < ${cap}))`;
+}
+
+/** SQL (text): the FTS5 query of the driver's trigram sets, ORed, to AND after the family token. */
+function trigramsQuery(alternatives: readonly (readonly string[])[], pack: SqlParamPack): SQL {
+  if (alternatives.length === 1) return trigramMatchQuery(alternatives[0]!, pack);
+  const sets = alternatives.map((set) => sql`'(' || ${trigramMatchQuery(set, pack)} || ')'`);
+  return sql`'(' || ${sql.join(sets, sql.raw(` || ' OR ' || `))} || ')'`;
+}
+
+/**
  * SQL: the rids of the run's candidates, at most `bound + 1` of them (one more than the bound
- * says it overflowed): the index's matches for the family token AND the needle's trigrams, then
+ * says it overflowed): the index's matches for the family token AND the needle's rarest trigrams
+ * (trigramMatchQuery; the token's doclist is as long as the run, but FTS5 only seeks into it, by
+ * its doclist index, at the rare trigrams' few rowids: ~0.2 ms at 1,000,000 records), then
  * the family's records the backfill has not reached, from the family's index (the unary `+`
  * keeps SQLite from reading the table's rowid range instead, every tenant's rows); none once it
- * is done: the constant test stops that arm before it reads an entry. Then the tail above
+ * is done: the seek key is NULL then (onlyWhen), so that arm ends before it reads an entry. Then the tail above
  * indexed_through, by rid range (the unary `+` keeps the family's index from driving: it would
  * read all of the run's entries), one row per record, NULL for other families' records.
  */
 export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number): SQL {
   // A run without a family on this database (key NULL) gets key 0's token, which no record has.
-  const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${pack.value(trigramQuery(driver.alternatives))}`;
+  const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${trigramsQuery(driver.alternatives, pack)}`;
   // The hidden column named after the table, qualified: a bare "tx" would be read as a string.
   const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx"."records_text" MATCH ${match}`;
-  const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE ${PENDING_THROUGH} > 0 AND "tu"."family_key" = ${familyKey} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
+  const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE "tu"."family_key" = ${onlyWhen(sql`${PENDING_THROUGH} > 0`, familyKey)} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
   const tail = sql`SELECT CASE WHEN +"tt"."family_key" = ${familyKey} THEN "tt"."rid" END AS "rid" FROM "records" AS "tt" WHERE "tt"."rid" > ${INDEXED_THROUGH}`;
   return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending} UNION ALL ${tail}) LIMIT ${pack.value(bound + 1)}`;
 }
