@@ -39,7 +39,9 @@ export const ADD_D1_BUDGET = 850;
  * projects checks every chunk's ids on each other project's shard), at most MAX_ADD_CHUNK.
  */
 export function addChunkSize(records: number, callsPerChunk: number): number {
-  return Math.min(MAX_ADD_CHUNK, Math.max(ADD_CHUNK, Math.ceil((records * callsPerChunk) / ADD_D1_BUDGET)));
+  const chunks = Math.floor(ADD_D1_BUDGET / callsPerChunk);
+  if (chunks === 0) return MAX_ADD_CHUNK;
+  return Math.min(MAX_ADD_CHUNK, Math.max(ADD_CHUNK, Math.ceil(records / chunks)));
 }
 
 const dialect = new SQLiteAsyncDialect();
