@@ -8,7 +8,8 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { addIdsStatement, listedIdsStatement, removeIdsStatement } from "../src/annotation-queues/queue-entries";
+import { addIdsStatement, addMatchesStatement, lastMatchStatement, listedIdsStatement, removeIdsStatement } from "../src/annotation-queues/queue-entries";
+import { normalizeFilters } from "../src/search/normalize-search-request";
 import { deleteRatingsStatement, ratingStatement, upsertRatingsStatement } from "../src/annotations/rating-store";
 
 interface Captured {
@@ -55,6 +56,29 @@ describe("annotation write plans: records looked up by (project_id, id), the id 
         for (const line of lines.filter((l) => /annotation_queue_entries/.test(l) && /^SEARCH /.test(l))) {
           expect(line, text).toMatch(/record_id=\?|record_rid=\?/);
         }
+      });
+    }
+  }
+});
+
+/** An add by filter: `created_at >=` (the benchmark's), after a chunk's last key. */
+const since = normalizeFilters({ filter_tree: { filter: { type: "date", column_id: "created_at", operator: "gte", value: "2026-11-01T00:00:00Z" } }, filters: null } as never, "trace");
+const after = { createdAt: 1_790_000_000_000_000, id: ids[0]! };
+const CHUNK_STATEMENTS: [string, Captured][] = [
+  ["queue add of a chunk of matches", addMatchesStatement(capture, "q", "p", "run", "trace", since, after, 125, 1, 1) as unknown as Captured],
+  ["the last key of that chunk", lastMatchStatement(capture, "p", "run", "trace", since, after, 125) as unknown as Captured],
+];
+
+describe("the add by filter: a chunk is the run's next matches in native order, by index", () => {
+  for (const [name, statement] of CHUNK_STATEMENTS) {
+    for (const binding of ["DB", "SHARD_0"] as const) {
+      it(`${name} (${binding})`, async () => {
+        const lines = await plan(env[binding], statement);
+        const text = lines.join("\n");
+        // records walked from the chunk's key by the run family's order index, never scanned;
+        // only the chunk itself (at most its LIMIT of rows) is scanned or sorted again.
+        expect(lines.filter((line) => /^SCAN (?!m\b|\(subquery)/.test(line)), text).toEqual([]);
+        expect(lines.filter((line) => /^SEARCH r /.test(line)), text).toEqual([expect.stringMatching(/^SEARCH r USING INDEX records_family_order \(family_key=\? AND created_at[<>]/)]);
       });
     }
   }

@@ -11,7 +11,7 @@
  *    with a filter tree matching every trace of the run: at 1M records that is the run's 100,000
  *    traces, the most one add takes; smaller datasets have fewer, all added) while a second client
  *    sends a search back to back on the same database (the bench project lives on the catalog
- *    database, which is its shard). The add works in the request, 1,000 records a chunk (see
+ *    database, which is its shard). The add works in the request, 125 records a chunk, paced (see
  *    docs/annotations.md, "Adding, removing, counting"): no queue message continues it, so it is
  *    done when the request answers; the count route then confirms the queue holds every record.
  *    Target: the search's p95 during the add under 2 × its idle p95, measured just before. A
@@ -42,7 +42,7 @@ export interface AnnotationsBenchOptions {
 /** The most records one add takes (contract section 8). */
 const MAX_ADD = QUEUE_LIMITS.maxRecordsPerAdd;
 const SEARCH_TIMEOUT_MS = 30_000;
-/** The add's own timeout: 100 chunks at 1M records, on a loaded machine. */
+/** The add's own timeout: 800 chunks at 1M records, on a loaded machine. */
 const ADD_TIMEOUT_MS = 1_800_000;
 
 interface WritesRun {

@@ -12,8 +12,37 @@ import type { FilterNode } from "../search/search-query";
 import { familyKeyOf, from, r } from "../search/search-tables";
 import { SqlParamPack } from "../search/sql-param-pack";
 
-/** Records a chunk of an add or a removal touches (one statement each). */
+/** Records a chunk of a removal or a queue's purge touches (one statement each). */
 export const ENTRY_CHUNK = 1000;
+
+/**
+ * Records a chunk of an add inserts, at least: one statement then holds the shard a few ms (about
+ * 5 ms at 1M records, against 40-60 ms for 1,000: each entry is an insert at a random place of
+ * the queue's record-id index), so a search that arrives meanwhile waits that long at most.
+ * 100,000 records are then 800 chunks, within an add's D1 budget (ADD_D1_BUDGET).
+ */
+export const ADD_CHUNK = 125;
+
+/** The most records one statement of an add inserts (when ADD_D1_BUDGET needs bigger chunks). */
+export const MAX_ADD_CHUNK = 1000;
+
+/**
+ * D1 calls an add may make for its chunks. A request may make 1,000 D1 queries (a batch is one);
+ * the rest of the request (the caller's key, the queue, the project, positions) stays within the
+ * difference.
+ */
+export const ADD_D1_BUDGET = 850;
+
+/**
+ * Records per chunk of an add of up to `records` records whose chunks take `callsPerChunk` D1 calls
+ * each: ADD_CHUNK, or as many more as keep the add within ADD_D1_BUDGET (a queue of several
+ * projects checks every chunk's ids on each other project's shard), at most MAX_ADD_CHUNK.
+ */
+export function addChunkSize(records: number, callsPerChunk: number): number {
+  const chunks = Math.floor(ADD_D1_BUDGET / callsPerChunk);
+  if (chunks === 0) return MAX_ADD_CHUNK;
+  return Math.min(MAX_ADD_CHUNK, Math.max(ADD_CHUNK, Math.ceil(records / chunks)));
+}
 
 const dialect = new SQLiteAsyncDialect();
 
@@ -55,10 +84,40 @@ export interface KeysetCursor {
  */
 export function filterChunkStatement(db: D1Database, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number): D1PreparedStatement {
   const pack = new SqlParamPack();
+  return db.prepare(dialect.sqlToQuery(matchesChunk(pack, projectId, runId, family, filter, after, limit)).sql).bind(pack.toParameter());
+}
+
+/** The select of filterChunkStatement, with the records' row keys and project: rid, project_id, id, created_at. */
+function matchesChunk(pack: SqlParamPack, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number): SQL {
   const keyset = after
     ? sql` AND (${r.createdAt} < ${pack.value(after.createdAt)} OR (${r.createdAt} = ${pack.value(after.createdAt)} AND ${r.id} < ${pack.value(after.id)}))`
     : sql``;
-  const statement: SQL = sql`SELECT ${r.id} AS "id", ${r.createdAt} AS "created_at" FROM ${from(r)} WHERE ${r.familyKey} = ${familyKeyOf(pack.value(runId), pack.value(family))} AND ${r.projectId} = ${pack.value(projectId)}${keyset} AND ${compileFilter(filter, pack)} ORDER BY ${r.createdAt} DESC, ${r.id} DESC LIMIT ${pack.value(limit)}`;
+  return sql`SELECT ${r.rid} AS "rid", ${r.projectId} AS "project_id", ${r.id} AS "id", ${r.createdAt} AS "created_at" FROM ${from(r)} WHERE ${r.familyKey} = ${familyKeyOf(pack.value(runId), pack.value(family))} AND ${r.projectId} = ${pack.value(projectId)}${keyset} AND ${compileFilter(filter, pack)} ORDER BY ${r.createdAt} DESC, ${r.id} DESC LIMIT ${pack.value(limit)}`;
+}
+
+/**
+ * Adds the next chunk of the run's matches (filterChunkStatement's) to the queue in one statement,
+ * at positions firstSeq, firstSeq + 1, ... in native order; a record already in the queue is
+ * skipped (its position stays unused). RETURNING the ids added. The window numbers only the
+ * chunk's rows (the LIMIT applies inside), so its cost is the chunk's, not the run's.
+ */
+export function addMatchesStatement(db: D1Database, queueId: string, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number, firstSeq: number, now: number): D1PreparedStatement {
+  const pack = new SqlParamPack();
+  const statement = sql`INSERT INTO "annotation_queue_entries" ("record_rid", "queue_id", "seq", "project_id", "record_id", "added_at")
+    SELECT "m"."rid", ${pack.value(queueId)}, ${pack.value(firstSeq)} + row_number() OVER (ORDER BY "m"."created_at" DESC, "m"."id" DESC) - 1, "m"."project_id", "m"."id", ${pack.value(now)}
+    FROM (${matchesChunk(pack, projectId, runId, family, filter, after, limit)}) AS "m" WHERE true
+    ON CONFLICT DO NOTHING RETURNING "record_id"`;
+  return db.prepare(dialect.sqlToQuery(statement).sql).bind(pack.toParameter());
+}
+
+/**
+ * The same chunk's size and last match (the keyset of the next chunk): one row, `matched`,
+ * `created_at`, `id`, or none when nothing is left. Read in the batch of addMatchesStatement,
+ * before it, so both see the same records.
+ */
+export function lastMatchStatement(db: D1Database, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number): D1PreparedStatement {
+  const pack = new SqlParamPack();
+  const statement = sql`SELECT count(*) OVER () AS "matched", "m"."created_at" AS "created_at", "m"."id" AS "id" FROM (${matchesChunk(pack, projectId, runId, family, filter, after, limit)}) AS "m" ORDER BY "m"."created_at" ASC, "m"."id" ASC LIMIT 1`;
   return db.prepare(dialect.sqlToQuery(statement).sql).bind(pack.toParameter());
 }
 

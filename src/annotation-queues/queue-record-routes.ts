@@ -4,18 +4,22 @@
  * queue's details. Entries live on each record's shard (docs/annotations.md, "Annotation
  * queues"); the queue's projects (catalog) say which shards to reach.
  *
- * Adding is bounded work per statement, done in the request: ENTRY_CHUNK records a statement
- * (a read of the next chunk of matches, then one insert), so 100,000 records are 100 chunks of
- * about three queries, well within a request's 1,000 D1 queries, and a search on the same shard
- * waits at most for one statement: between its D1 calls the request hands the event loop back
- * (yieldToEventLoop), without which local D1 served nothing else until the whole add was done. Doing it in the request (rather than as a
- * queued job) answers Galileo's clients the exact `num_records_added` they expect, and a retried
- * request adds nothing twice (an entry already there is skipped).
+ * Adding is bounded work per statement, done in the request, and paced: a chunk is ADD_CHUNK
+ * (125) records, one D1 call (the insert of the next chunk of matches, in native order after the
+ * last one, and that chunk's last key, in one batch), so a statement holds the shard a few ms and
+ * a search on the same shard waits at most that long; after each chunk the add pauses as long
+ * as the chunk took (addPause), so it holds the shard at most about half the time. 100,000
+ * records are 800 calls, within the request's 1,000 D1 queries (ADD_D1_BUDGET; a queue of
+ * several projects checks ids on each other project's shard, and its chunks grow to stay within
+ * it: addChunkSize), in about 10-15 s (docs/annotations.md, "Adding, removing, counting"). Doing it
+ * in the request (rather than as a queued job) answers Galileo's clients the exact
+ * `num_records_added` they expect, and a retried request adds only what the first one did not,
+ * each record once, in order (an entry already there is skipped).
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import { microsToIso, nowMicros } from "../db/client";
-import { yieldToEventLoop } from "../db/yield-to-event-loop";
+import { pauseFor, yieldToEventLoop } from "../db/yield-to-event-loop";
 import type { AppEnv } from "../http/app-env";
 import { commonErrorResponses, ErrorDetail, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
@@ -30,7 +34,7 @@ import { bindAnnotationColumns } from "../search/bind-annotation-columns";
 import { normalizeFilters, normalizeSearchRequest } from "../search/normalize-search-request";
 import type { FilterNode, SearchQuery } from "../search/search-query";
 import { PartialSearchRequestSchema, SearchResponseSchema } from "../search/search-schemas";
-import { addIdsStatement, countMatchingStatement, ENTRY_CHUNK, filterChunkStatement, type KeysetCursor, listedIdsStatement, removeIdsStatement, removeMatchingStatement } from "./queue-entries";
+import { addChunkSize, addIdsStatement, addMatchesStatement, countMatchingStatement, ENTRY_CHUNK, filterChunkStatement, type KeysetCursor, lastMatchStatement, listedIdsStatement, removeIdsStatement, removeMatchingStatement } from "./queue-entries";
 import { queueDetails } from "./queue-progress";
 import { queueScope } from "./queue-routes";
 import { AddRecordsRequest, CountRecordsRequest, QueueIdParam, QueueRecordPath, QUEUE_LIMITS, RemoveRecordsRequest } from "./queue-schemas";
@@ -130,28 +134,56 @@ async function listedElsewhere(c: Context<AppEnv>, queueId: string, others: read
   return new Set(found.flatMap(([result]) => idsOf(result)));
 }
 
-/** Adds these ids (in this order) of the project's run; answers how many were added. */
-async function addIds(c: Context<AppEnv>, queueId: string, projectId: string, runId: string, others: readonly string[], ids: readonly string[]): Promise<number> {
+/**
+ * Adds these ids (in this order) of the project's run at positions firstSeq, firstSeq + 1, ...
+ * (reserved by the caller); answers how many were added.
+ */
+async function addIds(c: Context<AppEnv>, queueId: string, projectId: string, runId: string, others: readonly string[], ids: readonly string[], firstSeq: number): Promise<number> {
   const skip = others.length > 0 ? await listedElsewhere(c, queueId, others, ids) : new Set<string>();
   const fresh = ids.filter((id) => !skip.has(id));
   if (fresh.length === 0) return 0;
-  // Between the chunk's D1 calls too: a search then waits for one statement, not three.
-  await yieldToEventLoop();
-  const firstSeq = await reserveSeq(c.env.DB, queueId, fresh.length);
-  await yieldToEventLoop();
   const [added] = await writeOnShard(c, projectId, (db) => [addIdsStatement(db, queueId, projectId, runId, fresh, firstSeq, nowMicros())]);
   return idsOf(added).length;
 }
 
 /** Reads the next chunk of the run's matches, in native order after `after`. */
 async function matchesChunk(c: Context<AppEnv>, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number) {
-  return onProjectShard(c, projectId, "read", async ({ db }) => {
-    await bindAnnotationColumns(db, projectId, { filter, sort: null } as unknown as SearchQuery);
-    const [state, rows] = await db.batch([projectStateStatement(db, projectId), filterChunkStatement(db, projectId, runId, family, filter, after, limit)]);
-    if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
-    return (rows?.results ?? []) as { id: string; created_at: number }[];
-  });
+  const [rows] = await readOnShard(c, projectId, (db) => [filterChunkStatement(db, projectId, runId, family, filter, after, limit)]);
+  return (rows?.results ?? []) as { id: string; created_at: number }[];
 }
+
+/**
+ * Adds the next chunk of the run's matches after `after` at positions from firstSeq, in one
+ * write batch on the shard; answers how many it matched and added, and its last key.
+ */
+async function addMatchesChunk(c: Context<AppEnv>, queueId: string, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number, firstSeq: number) {
+  const [last, added] = await writeOnShard(c, projectId, (db) => [
+    lastMatchStatement(db, projectId, runId, family, filter, after, limit),
+    addMatchesStatement(db, queueId, projectId, runId, family, filter, after, limit, firstSeq, nowMicros()),
+  ]);
+  const row = (last?.results ?? [])[0] as { matched: number; created_at: number; id: string } | undefined;
+  return { matched: row?.matched ?? 0, added: idsOf(added).length, last: row ? { createdAt: row.created_at, id: row.id } : null };
+}
+
+/**
+ * Positions reserved at a time by an add by filter, whose number of matches is unknown until
+ * it is done: one catalog call per 10,000 records rather than one per chunk. What an add leaves
+ * unused is a gap in the queue's positions; only their order matters.
+ */
+const SEQ_BLOCK = 10_000;
+
+/**
+ * Runs a chunk of an add and pauses as long as it took (at most MAX_ADD_PAUSE_MS), so the add
+ * holds the shard about half the time and the searches meanwhile get the rest. Locally the
+ * pause is also what lets the runtime serve other requests (yieldToEventLoop).
+ */
+async function paced<T>(chunk: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  const result = await chunk();
+  await pauseFor(Math.min(Date.now() - started, MAX_ADD_PAUSE_MS));
+  return result;
+}
+const MAX_ADD_PAUSE_MS = 50;
 
 /** The queue's record with this id: the project that lists it, if any. */
 async function projectListing(c: Context<AppEnv>, queueId: string, recordId: string): Promise<string | undefined> {
@@ -199,28 +231,55 @@ export function registerAnnotationQueueRecords(app: Router): void {
     const selector = input.record_selector;
     const filter = selector.type === "filter_tree" ? selectorFilter(selector.filter_tree, selector.record_type) : null;
     // The project is the caller's (a 404 otherwise) and the run the project's: checked on the
-    // project's shard by every statement below (records of the run and project only).
-    await onProjectShard(c, input.project_id, "read", async () => undefined);
+    // project's shard by every statement below (records of the run and project only). A filter's
+    // annotation columns are bound there once (template definitions never change).
+    await onProjectShard(c, input.project_id, "read", async ({ db: shard }) => {
+      if (filter) await bindAnnotationColumns(shard, input.project_id, { filter, sort: null } as unknown as SearchQuery);
+    });
     await db.prepare("INSERT OR IGNORE INTO annotation_queue_projects (queue_id, project_id, added_at) VALUES (?1, ?2, ?3)").bind(queue.id, input.project_id, nowMicros()).run();
     const others = (await queueProjects(db, queue.id)).filter((p) => p !== input.project_id);
     let added = 0;
     if (selector.type === "record_ids") {
       const ids = [...new Set(selector.record_ids)];
-      for (let start = 0; start < ids.length; start += ENTRY_CHUNK) {
-        if (start > 0) await yieldToEventLoop();
-        added += await addIds(c, queue.id, input.project_id, input.run_id, others, ids.slice(start, start + ENTRY_CHUNK));
+      // Positions for every id at once; a chunk: the other projects' checks, then its insert.
+      const size = addChunkSize(ids.length, others.length + 1);
+      const firstSeq = await reserveSeq(db, queue.id, ids.length);
+      for (let start = 0; start < ids.length; start += size) {
+        added += await paced(() => addIds(c, queue.id, input.project_id, input.run_id, others, ids.slice(start, start + size), firstSeq + start));
+      }
+    } else if (others.length === 0) {
+      // One D1 call a chunk: its matches inserted, and its last key for the next one.
+      let after: KeysetCursor | null = null;
+      let seq = 0;
+      let seqEnd = 0;
+      const size = addChunkSize(QUEUE_LIMITS.maxRecordsPerAdd, 1);
+      for (let seen = 0; seen < QUEUE_LIMITS.maxRecordsPerAdd; ) {
+        const limit = Math.min(size, QUEUE_LIMITS.maxRecordsPerAdd - seen);
+        if (seqEnd - seq < limit) {
+          seq = await reserveSeq(db, queue.id, SEQ_BLOCK);
+          seqEnd = seq + SEQ_BLOCK;
+        }
+        const chunk = await paced(() => addMatchesChunk(c, queue.id, input.project_id, input.run_id, selector.record_type, filter!, after, limit, seq));
+        added += chunk.added;
+        seen += chunk.matched;
+        seq += chunk.matched;
+        if (chunk.matched < limit || !chunk.last) break;
+        after = chunk.last;
       }
     } else {
+      // Several projects: a chunk's ids are read first, to be checked on the other projects' shards.
       let after: KeysetCursor | null = null;
+      const size = addChunkSize(QUEUE_LIMITS.maxRecordsPerAdd, others.length + 3);
       for (let seen = 0; seen < QUEUE_LIMITS.maxRecordsPerAdd; ) {
-        if (after) await yieldToEventLoop();
-        const chunk = await matchesChunk(c, input.project_id, input.run_id, selector.record_type, filter!, after, Math.min(ENTRY_CHUNK, QUEUE_LIMITS.maxRecordsPerAdd - seen));
+        const limit = Math.min(size, QUEUE_LIMITS.maxRecordsPerAdd - seen);
+        const chunk = await paced(() => matchesChunk(c, input.project_id, input.run_id, selector.record_type, filter!, after, limit));
         if (chunk.length === 0) break;
         seen += chunk.length;
-        added += await addIds(c, queue.id, input.project_id, input.run_id, others, chunk.map((row) => row.id));
+        const firstSeq = await reserveSeq(db, queue.id, chunk.length);
+        added += await paced(() => addIds(c, queue.id, input.project_id, input.run_id, others, chunk.map((row) => row.id), firstSeq));
         const last = chunk[chunk.length - 1]!;
         after = { createdAt: last.created_at, id: last.id };
-        if (chunk.length < ENTRY_CHUNK) break;
+        if (chunk.length < limit) break;
       }
     }
     return c.json({ num_records_added: added }, 200);

@@ -8,3 +8,9 @@
  * the pause costs about a millisecond per chunk.
  */
 export const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
+
+/**
+ * Pauses `ms` (at least the 1 ms of yieldToEventLoop): paced work (a queue add) leaves the
+ * database, and locally the runtime, to other requests for as long as its last chunk held them.
+ */
+export const pauseFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, ms)));
