@@ -1,5 +1,6 @@
 /**
- * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9, 10, 11, 12, 20 and 22.
+ * `npm run bench [-- <bench>] [options]`: the benchmarks of issues 3, 4, 5, 9, 10, 11, 12, 20 and 22,
+ * and of the trace explorer's render target.
  *
  *   npm run bench                      search (issue 3) at 100,000 and 1,000,000 records
  *   npm run bench -- deletion          deletion by metadata through the queue (issue 4), 1M records
@@ -13,6 +14,8 @@
  *                                      annotation queue add under a search loop (issue 20), 1M records
  *   npm run bench -- export            streamed export (jsonl_flat) against the sqlite3 shell: rate, workerd's
  *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
+ *   npm run bench -- ui                the trace explorer's first render of a 100-row table after the API's answer
+ *                                      in headless Chromium, against a plain HTML table of the same cells (target 100 ms)
  *   npm run bench -- all               search, deletion, ingest, otlp, load and shards, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
@@ -37,8 +40,9 @@ import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
+import { runUiBench } from "./ui/ui-bench";
 
-const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "ui", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -112,6 +116,7 @@ async function main(): Promise<void> {
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
   if (bench === "export") await runExportBench({ sizes: options.sizes, seed: options.seed, quick: options.quick });
+  if (bench === "ui") await runUiBench({ quick: options.quick });
   if (bench === "storage") {
     // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
     // about 3 GB and several minutes per side; the bytes per record hardly move with the size.
