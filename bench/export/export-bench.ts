@@ -75,7 +75,7 @@ interface ServiceExport extends StreamRead {
   /** Anonymous resident memory (RssAnon) just before the export and its peak during it (sampled every 20 ms), bytes. */
   anonymousBefore: number;
   peakAnonymous: number;
-  /** The worker isolate's used V8 heap after a full collection just before the export, and its peak during it (sampled), bytes. */
+  /** The worker isolate's used V8 heap just before the export, and its peak during it (sampled), bytes. */
   heapBefore: number;
   peakHeap: number;
   heapSamples: number;
@@ -191,7 +191,6 @@ async function measureService(dataset: Dataset, repetitions: number): Promise<{ 
     const runs: ServiceExport[] = [];
     try {
       for (let i = 0; i < repetitions; i += 1) {
-        await heap.collectGarbage();
         const heapBefore = await heap.used();
         const before = memoryOf(pid);
         resetPeakMemory(pid);
@@ -403,13 +402,13 @@ function report(runs: SizeRun[], options: ExportBenchOptions, startLoad: number[
     "## Memory: the worker's isolate and the workerd process during the export",
     "",
     markdownTable(
-      ["records", "isolate heap: after a full GC before / peak (MiB)", "isolate peak vs smallest size", "process RSS / anonymous before (MiB)", "peak RSS (VmHWM, MiB)", "peak anonymous (MiB)", "anonymous: peak − before (MiB)", "peak anonymous vs smallest size"],
+      ["records", "isolate heap: before / peak (MiB)", "isolate peak vs smallest size", "process RSS / anonymous before (MiB)", "peak RSS (VmHWM, MiB)", "peak anonymous (MiB)", "anonymous: peak − before (MiB)", "peak anonymous vs smallest size"],
       memoryRows,
       ["r", "r", "r", "r", "r", "r", "r", "r"],
     ),
     "",
     `The worker isolate's peak heap between ${count(sizes[0]!)} and ${count(sizes[sizes.length - 1]!)} records: ${(100 * memoryGrowth).toFixed(1)}% apart (target: under 10% between 100,000 and 1,000,000): ${Math.abs(memoryGrowth) < 0.1 ? "PASS" : "FAIL"}${sizes[0] === 100_000 && sizes[sizes.length - 1] === 1_000_000 ? "" : " (not the sizes of the target)"}; the process's peak anonymous memory: ${(100 * anonymousGrowth).toFixed(1)}% apart.`,
-    "Of the first export at each size (each from a fresh, warmed-up server). The isolate's heap is V8's used heap of the worker's isolate (`Runtime.getHeapUsage` through wrangler's inspector, bench/lib/inspector-heap.ts), sampled between the worker's tasks all through the export, after a full collection just before it: the worker's own memory. The process's anonymous memory (RssAnon, sampled every 20 ms) also holds the local D1, which runs in the same workerd process (SQLite's pages and the D1 service's own isolate), and a deployed Worker does not hold; VmHWM is the whole resident set's peak (reset with clear_refs just before the export).",
+    "Of the first export at each size (each from a fresh, warmed-up server). The isolate's heap is V8's used heap of the worker's isolate (`Runtime.getHeapUsage` through wrangler's inspector, bench/lib/inspector-heap.ts), sampled between the worker's tasks all through the export (workerd does not answer the inspector's request for a full collection, so the peak includes garbage not yet collected): the worker's own memory. The process's anonymous memory (RssAnon, sampled every 20 ms) also holds the local D1, which runs in the same workerd process (SQLite's pages and the D1 service's own isolate), and a deployed Worker does not hold; VmHWM is the whole resident set's peak (reset with clear_refs just before the export).",
     "",
     "## Cost per 1,000 records and the largest streamed export per invocation",
     "",

@@ -15,8 +15,6 @@ import { randomBytes } from "node:crypto";
 export interface HeapSampler {
   /** The isolate's used heap now, bytes. */
   used(): Promise<number>;
-  /** A full garbage collection (HeapProfiler.collectGarbage), so that a baseline holds only live objects. */
-  collectGarbage(): Promise<void>;
   close(): void;
 }
 
@@ -74,18 +72,26 @@ export async function connectHeapSampler(port: number): Promise<HeapSampler> {
     }
   });
   let nextId = 0;
+  // workerd answers Runtime.getHeapUsage, but never HeapProfiler.collectGarbage: a call that
+  // goes unanswered fails instead of hanging the bench.
   const send = (method: string) =>
-    new Promise<Record<string, unknown>>((resolve) => {
+    new Promise<Record<string, unknown>>((resolve, reject) => {
       nextId += 1;
-      waiting.set(nextId, resolve);
-      socket.write(frame(JSON.stringify({ id: nextId, method })));
+      const id = nextId;
+      const timer = setTimeout(() => {
+        waiting.delete(id);
+        reject(new Error(`the inspector did not answer ${method} within 10 s`));
+      }, 10_000);
+      waiting.set(id, (result) => {
+        clearTimeout(timer);
+        waiting.delete(id);
+        resolve(result);
+      });
+      socket.write(frame(JSON.stringify({ id, method })));
     });
   return {
     async used() {
       return Number((await send("Runtime.getHeapUsage")).usedSize);
-    },
-    async collectGarbage() {
-      await send("HeapProfiler.collectGarbage");
     },
     close() {
       socket.destroy();
