@@ -183,15 +183,18 @@ async function measureService(dataset: Dataset, repetitions: number): Promise<{ 
     if (pids.length === 0) throw new Error(`no workerd process in wrangler dev's process group ${server.pid}`);
     // wrangler dev starts two: the one that runs the worker (and the local D1) is the largest.
     const pid = pids.map((p) => ({ p, rss: memoryOf(p).rss })).sort((a, b) => b.rss - a.rss)[0]!.p;
+    // Connected before anything runs: after an export, the proxy may leave the call unanswered.
+    const heap = await connectHeapSampler(server.inspectorPort).catch((error: Error) => (console.log(`  no isolate heap: ${error.message}`), undefined));
+    // The isolate's used heap, or NaN when the inspector does not answer (reported as n/a).
+    const heapUsed = async () => (heap ? heap.used().catch(() => Number.NaN) : Number.NaN);
     // Warm up: JIT, the statements' first plans, the file's pages in the page cache.
     await readExport(server, dataset, 4 * MB);
     await sleep(500);
     const idle = await idleCpuRate(pid, 2);
-    const heap = await connectHeapSampler(server.inspectorPort);
     const runs: ServiceExport[] = [];
     try {
       for (let i = 0; i < repetitions; i += 1) {
-        const heapBefore = await heap.used();
+        const heapBefore = await heapUsed();
         const before = memoryOf(pid);
         resetPeakMemory(pid);
         let peakAnonymous = before.anonymous;
@@ -201,8 +204,9 @@ async function measureService(dataset: Dataset, repetitions: number): Promise<{ 
         let heapSamples = 0;
         let exporting = true;
         const heapSampling = (async () => {
-          while (exporting) {
-            peakHeap = Math.max(peakHeap, await heap.used());
+          while (exporting && !Number.isNaN(peakHeap)) {
+            const used = await heapUsed();
+            peakHeap = Number.isNaN(used) ? used : Math.max(peakHeap, used);
             heapSamples += 1;
             await sleep(20);
           }
@@ -222,7 +226,7 @@ async function measureService(dataset: Dataset, repetitions: number): Promise<{ 
         );
       }
     } finally {
-      heap.close();
+      heap?.close();
     }
     return { runs, workerdProcesses: pids.length };
   });
