@@ -176,7 +176,7 @@ describe("D1 statements", () => {
    * (docs/benchmarks.md, "Export (issue 22)"). The statement reads a page and one row more: a
    * short page is the end of its walk, with no empty statements to confirm it.
    */
-  it("jsonl_flat of 130 traces: one statement per page of roots and one per page of their spans", async () => {
+  it("jsonl_flat of 130 traces: one statement per page of roots, then per page the outline of its spans and one read of their rows", async () => {
     const row = await env.DB.prepare("SELECT coalesce(shard, 'DB') AS shard FROM projects WHERE id = ?").bind(run.projectId).first<{ shard: string }>();
     const binding = row!.shard;
     const calls: D1Call[] = [];
@@ -191,8 +191,14 @@ describe("D1 statements", () => {
     // A page of a search statement (compile-search-query.ts) is the one that counts its rows read.
     const pages = calls.filter((c) => c.statements.some((s) => s.sql.includes('"_rows_read"')));
     // Roots: the first 101, then the rest of their created_at (29, short: the tie's end), then
-    // past it (empty: the end). Spans: one short page under each page of roots.
-    expect(pages).toHaveLength(5);
+    // past it (empty: the end).
+    expect(pages).toHaveLength(3);
+    // Under each of the two pages of roots: the outline of their spans (export-statements.ts),
+    // then their rows (at most 2,000 a statement: one here).
+    const outlines = calls.filter((c) => c.statements.some((s) => s.sql.includes('AS "parent"')));
+    const rowReads = calls.filter((c) => c.statements.some((s) => s.sql.includes('ORDER BY "k"."key"')));
+    expect(outlines).toHaveLength(2);
+    expect(rowReads).toHaveLength(2);
   });
 });
 

@@ -13,6 +13,8 @@ export interface DevServer {
   name: string;
   baseUrl: string;
   pid: number;
+  /** The inspector's port (wrangler's proxy to the worker's isolate: bench/lib/inspector-heap.ts). */
+  inspectorPort: number;
   logFile: string;
   stop(): Promise<void>;
 }
@@ -124,6 +126,7 @@ export async function startDevServer(options: StartOptions): Promise<DevServer> 
     name: options.name,
     baseUrl,
     pid,
+    inspectorPort,
     logFile,
     async stop() {
       if (!running.has(server)) return;

@@ -36,8 +36,6 @@ export function sanitizedFileName(requested: string | null | undefined, rootType
   return cleaned.length > 0 ? cleaned : `${rootType}s-export.${EXTENSIONS[format]}`;
 }
 
-export const jsonLine = (record: ExportRecord): string => `${JSON.stringify(record)}\n`;
-
 /** One CSV field (RFC 4180): lists and objects as JSON text, missing values empty. */
 function csvField(value: unknown): string {
   if (value === undefined || value === null) return "";
@@ -60,16 +58,4 @@ export function columnValue(record: ExportRecord, columnId: string): unknown {
   if (prefix === undefined) return undefined;
   const container = record[prefix];
   return container && typeof container === "object" ? (container as Record<string, unknown>)[key!] : undefined;
-}
-
-/**
- * Nests a root's descendants under it: a session's traces under `traces`, a trace's and a span's
- * child spans under `spans`, each list in created_at order (then id). `children` maps a parent
- * id to its child records.
- */
-export function nest(root: ExportRecord, children: ReadonlyMap<string, ExportRecord[]>, depth = 0): ExportRecord {
-  const own = children.get(String(root.id)) ?? [];
-  if (depth > 256) return root;
-  if (root.type === "session") return { ...root, traces: own.map((t) => nest(t, children, depth + 1)) };
-  return { ...root, spans: own.map((s) => nest(s, children, depth + 1)) };
 }

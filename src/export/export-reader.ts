@@ -6,20 +6,21 @@
  * conditions the driving index serves (created_at = X AND id beyond Y, then created_at beyond X),
  * so the order is created_at, then id, in the requested direction.
  *
- * Descendants are read for one page of roots at a time (a session's traces, a trace's spans, a
- * span's spans below it), themselves by keyset pages, and nested or listed by the caller.
+ * Below a page of roots, the descendants (a session's traces and their spans, a trace's spans, the
+ * spans below a span) are read in two steps (export-statements.ts): their outline (row key, id,
+ * parent, created_at: no stored text) by the parents' index, from which the writer orders them as
+ * they are written; then their full rows, a bounded batch at a time in that order, by row key.
+ * Memory holds one page's outline and one batch of rows, however many records lie below a root.
  */
 import type { RecordFamily } from "../columns/standard-columns";
 import { compileSearchQuery, type SearchScope } from "../search/compile-search-query";
 import { resolveColumn } from "../search/search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery } from "../search/search-query";
-import { type StoredRow, shapeRecord } from "../search/shape-record";
-import type { ExportRecord } from "./export-formats";
+import type { StoredRow } from "../search/shape-record";
+import { type OutlineRow, outlineStatement, rowsStatement } from "./export-statements";
 
-/** Roots per page: their descendants are held in memory while the page is written. */
+/** Roots per page: the outline of their descendants is held while the page is written. */
 export const ROOT_PAGE_SIZE = 100;
-/** Descendants read per statement. */
-const DESCENDANT_PAGE_SIZE = 1000;
 
 export interface ExportSource {
   db: D1Database;
@@ -71,7 +72,7 @@ async function readPage(source: ExportSource, query: SearchQuery): Promise<Store
 
 /**
  * Every record of `query` (its filter, its direction), page after page of `pageSize`, from the
- * start or from `start`. Each page is shaped and yielded whole with the cursor after it; the
+ * start or from `start`. Each page's rows are yielded with the cursor after it; the
  * next is read only when the caller asks for it.
  */
 export async function* keysetPages(
@@ -79,7 +80,7 @@ export async function* keysetPages(
   query: SearchQuery,
   pageSize: number,
   start?: KeysetCursor,
-): AsyncGenerator<{ rows: StoredRow[]; records: ExportRecord[]; cursor: KeysetCursor }> {
+): AsyncGenerator<{ rows: StoredRow[]; cursor: KeysetCursor }> {
   let after: Keyset | undefined = start?.after;
   let tie = start?.tie ?? false;
   for (;;) {
@@ -97,12 +98,12 @@ export async function* keysetPages(
     after = { createdAt: Number(last.created_at), id: String(last.id) };
     const readTie = tie;
     tie = true;
-    yield { rows, records: rows.map((row) => shapeRecord(row, query) as ExportRecord), cursor: { after, tie } };
+    yield { rows, cursor: { after, tie } };
     // The statement reads pageSize + 1 rows (compileSearchQuery) and returns them unless its byte
     // budget cuts the page (`_rows_read` counts them before the cut). Fewer read, none cut: nothing
     // is left where it read. Past the tie (or from the start) that is the end, without the two
     // empty statements that would confirm it; within the tie, the walk goes on past the
-    // created_at at once. Most descendant walks fit one page: one statement instead of three.
+    // created_at at once.
     const read = Number(rows[0]!._rows_read ?? rows.length);
     if (read <= pageSize && rows.length === read) {
       if (!readTie) return;
@@ -119,46 +120,73 @@ function descendantQuery(base: SearchQuery, family: RecordFamily, filter: Filter
 const inList = (family: RecordFamily, id: string, values: string[]): FilterNode =>
   leaf({ kind: "in", column: column(id, family), negated: false, values, caseSensitive: true });
 
-async function readAll(source: ExportSource, query: SearchQuery): Promise<ExportRecord[]> {
-  const out: ExportRecord[] = [];
-  for await (const page of keysetPages(source, query, DESCENDANT_PAGE_SIZE)) out.push(...page.records);
-  return out;
+/** A descendant as the outline has it, with its family. */
+export interface OutlineNode extends OutlineRow {
+  family: "trace" | "span";
+}
+
+export interface Outline {
+  /** Descendants by parent (a trace's session id, a span's parent id), oldest first, ties by id. */
+  children: Map<string, OutlineNode[]>;
+  /** Span roots only: the descendants that match the export's filter themselves. */
+  matching: Set<string>;
+}
+
+async function readOutline(
+  source: ExportSource,
+  base: SearchQuery,
+  family: "trace" | "span",
+  by: "session_id" | "trace_id",
+  parents: string[],
+  matching?: FilterNode,
+): Promise<OutlineNode[]> {
+  const statement = outlineStatement(base, source.scope, family, by, parents, matching);
+  // Admitted as the search of the same records would be (by parent, every field).
+  const admitted = descendantQuery(base, family, inList(family, by, parents));
+  const rows = await source.admit(admitted, async () => (await source.db.prepare(statement.sql).bind(...statement.params).all<OutlineRow>()).results);
+  return rows.map((row) => ({ ...row, family }));
 }
 
 /**
- * The descendants of one page of roots, keyed by parent: a trace's session id maps to its
- * traces, a span's parent id to its child spans (a top-level span's parent is its trace).
- * `matching` (span roots only): the descendants that match the export's filter themselves.
+ * The outline of the descendants of one page of roots: a session's traces and their spans, a
+ * trace's spans, the spans of a span root's trace (those below it are its descendants).
  */
-export async function descendantsOf(
-  source: ExportSource,
-  base: SearchQuery,
-  roots: readonly ExportRecord[],
-): Promise<{ children: Map<string, ExportRecord[]>; matching: Set<string> }> {
-  const children = new Map<string, ExportRecord[]>();
-  const add = (parent: unknown, record: ExportRecord) => {
-    const key = String(parent);
-    const list = children.get(key);
-    if (list) list.push(record);
-    else children.set(key, [record]);
-  };
+export async function outlineOf(source: ExportSource, base: SearchQuery, roots: readonly StoredRow[]): Promise<Outline> {
+  const children = new Map<string, OutlineNode[]>();
   const matching = new Set<string>();
+  const add = (node: OutlineNode) => {
+    const key = String(node.parent);
+    const list = children.get(key);
+    if (list) list.push(node);
+    else children.set(key, [node]);
+  };
   if (roots.length === 0) return { children, matching };
   let traceIds: string[];
   if (base.family === "session") {
-    const traces = await readAll(source, descendantQuery(base, "trace", inList("trace", "session_id", roots.map((r) => String(r.id)))));
-    for (const trace of traces) add(trace.session_id, trace);
-    traceIds = traces.map((t) => String(t.id));
+    const traces = await readOutline(source, base, "trace", "session_id", roots.map((r) => String(r.id)));
+    for (const trace of traces) add(trace);
+    traceIds = traces.map((t) => t.id);
   } else if (base.family === "trace") {
     traceIds = roots.map((r) => String(r.id));
   } else {
     traceIds = [...new Set(roots.map((r) => String(r.trace_id)))];
-    const matched = await readAll(source, descendantQuery(base, "span", { kind: "and", children: [base.filter, inList("span", "trace_id", traceIds)] }));
-    for (const span of matched) matching.add(String(span.id));
   }
   if (traceIds.length > 0) {
-    const spans = await readAll(source, descendantQuery(base, "span", inList("span", "trace_id", traceIds)));
-    for (const span of spans) add(span.parent_id, span);
+    const spans = await readOutline(source, base, "span", "trace_id", traceIds, base.family === "span" ? base.filter : undefined);
+    for (const span of spans) {
+      add(span);
+      if (span.matching) matching.add(span.id);
+    }
   }
   return { children, matching };
+}
+
+/** Descendant rows read per statement at most (and at most SEARCH_LIMITS.maxPageBytes of text). */
+export const DESCENDANT_ROWS_PER_READ = 2000;
+
+/** The full rows of outlined descendants, in the order given. */
+export async function readRows(source: ExportSource, base: SearchQuery, nodes: readonly OutlineNode[]): Promise<StoredRow[]> {
+  const families = [...new Set(nodes.map((n) => n.family))];
+  const statement = rowsStatement(base, source.scope, families, nodes.map((n) => n.rid));
+  return (await source.db.prepare(statement.sql).bind(...statement.params).all<StoredRow>()).results;
 }

@@ -128,8 +128,11 @@ export async function advanceExport(env: Env, state: ExportFileState): Promise<A
     advance.bytesWritten += bytes.byteLength;
     advance.recordsExported += chunk.records;
     if (chunk.oldestCreatedAt !== undefined) advance.oldestCreatedAt = Math.min(advance.oldestCreatedAt ?? chunk.oldestCreatedAt, chunk.oldestCreatedAt);
-    if (chunk.cursor) advance.cursor = chunk.cursor;
     await flushFullParts();
+    // A message ends only where a page ends (where a cursor is): within a page, the next
+    // message could not start from the middle of a root's records.
+    if (!chunk.cursor) continue;
+    advance.cursor = chunk.cursor;
     pages += 1;
     if (pages >= pagesPerMessage(env) || queries.count >= MESSAGE_QUERY_BUDGET || Date.now() - started >= MESSAGE_TIME_BUDGET_MS) {
       await chunks.return(undefined);

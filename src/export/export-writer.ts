@@ -1,12 +1,15 @@
 /**
  * The text of an export, page by page: what the streamed route enqueues and what a queued export
- * uploads to R2 are the same bytes. Each chunk is one page of roots (with their descendants in
- * `jsonl` and `jsonl_flat`) and carries the keyset cursor after it, from which a queued export
- * continues in its next queue message.
+ * uploads to R2 are the same bytes. A page of roots (with their descendants in `jsonl` and
+ * `jsonl_flat`) is written as one chunk or several, the last of which carries the keyset cursor
+ * after the page, from which a queued export continues in its next queue message.
  */
-import { type ExportFormat, type ExportRecord, columnValue, csvLine, jsonLine, nest, redacted } from "./export-formats";
-import { type ExportSource, type KeysetCursor, ROOT_PAGE_SIZE, descendantsOf, keysetPages } from "./export-reader";
+import { type ExportFormat, columnValue, csvLine, redacted } from "./export-formats";
+import { DESCENDANT_ROWS_PER_READ, type ExportSource, type KeysetCursor, type Outline, type OutlineNode, ROOT_PAGE_SIZE, keysetPages, outlineOf, readRows } from "./export-reader";
+import { recordJson } from "./record-json";
+import { SEARCH_LIMITS } from "../search/search-limits";
 import type { SearchQuery } from "../search/search-query";
+import { type StoredRow, shapeRecord } from "../search/shape-record";
 
 export interface ExportPlan {
   source: ExportSource;
@@ -16,6 +19,8 @@ export interface ExportPlan {
   /** CSV's columns, in order (empty for the JSON formats). */
   columns: readonly string[];
   redact: boolean;
+  /** Roots per page and descendant rows per read (default ROOT_PAGE_SIZE, DESCENDANT_ROWS_PER_READ). */
+  sizes?: { roots: number; descendantRows: number };
 }
 
 export interface ExportChunk {
@@ -24,63 +29,148 @@ export interface ExportChunk {
   records: number;
   /** The oldest created_at (microseconds, rounded down) of those records; undefined if none. */
   oldestCreatedAt: number | undefined;
-  /** Where the next chunk starts; undefined for the header of an empty CSV. */
+  /**
+   * Where the next chunk starts, on a page's last chunk; undefined within a page (a queued export
+   * stops only where a cursor is) and for the header of an empty CSV.
+   */
   cursor: KeysetCursor | undefined;
 }
 
-const createdAtMicros = (record: ExportRecord): number => {
-  const value = record.created_at;
-  if (typeof value === "number") return value;
-  return Math.floor(Date.parse(String(value))) * 1000;
-};
+/** A root's children key in `jsonl`: a session's traces, a trace's and a span's spans. */
+const childrenKey = (type: unknown) => (type === "session" ? "traces" : "spans");
+
+/** How deep descendants are written below a root (a guard against a cycle of parent ids). */
+const MAX_DEPTH = 256;
+
+/**
+ * What a page writes, in order: text, or a record (a root's row at hand, a descendant's outline
+ * whose row is read in batches), written as a line (`line`), as it is (`whole`) or open for its
+ * children's list (`open`).
+ */
+type Step = string | { node: OutlineNode | StoredRow; root: boolean; as: "line" | "whole" | "open" };
+
+/** `jsonl_flat`: each root, then each record below it depth first, except the matching ones (their own root lines). */
+function flatSteps(roots: readonly StoredRow[], outline: Outline): Step[] {
+  const steps: Step[] = [];
+  const below = (id: string, depth: number) => {
+    if (depth > MAX_DEPTH) return;
+    for (const node of outline.children.get(id) ?? []) {
+      if (outline.matching.has(node.id)) continue;
+      steps.push({ node, root: false, as: "line" });
+      below(node.id, depth + 1);
+    }
+  };
+  for (const root of roots) {
+    steps.push({ node: root, root: true, as: "line" });
+    below(String(root.id), 0);
+  }
+  return steps;
+}
+
+/** `jsonl`: each root a line, its descendants nested in its children's list, each list oldest first. */
+function nestedSteps(roots: readonly StoredRow[], outline: Outline): Step[] {
+  const steps: Step[] = [];
+  const nest = (node: OutlineNode | StoredRow, root: boolean, type: unknown, depth: number) => {
+    if (depth > MAX_DEPTH) {
+      steps.push({ node, root, as: "whole" });
+      return;
+    }
+    steps.push({ node, root, as: "open" }, `,"${childrenKey(type)}":[`);
+    (outline.children.get(String(node.id)) ?? []).forEach((child, i) => {
+      if (i > 0) steps.push(",");
+      nest(child, false, child.family, depth + 1);
+    });
+    steps.push("]}");
+  };
+  for (const root of roots) {
+    nest(root, true, root.type, 0);
+    steps.push("\n");
+  }
+  return steps;
+}
+
+/** The next batch of descendants to read from `steps[from]` on: rows and bytes bounded. */
+function nextBatch(steps: readonly Step[], from: number, most: number): OutlineNode[] {
+  const batch: OutlineNode[] = [];
+  let bytes = 0;
+  for (let i = from; i < steps.length && batch.length < most; i += 1) {
+    const step = steps[i]!;
+    if (typeof step === "string" || step.root) continue;
+    const node = step.node as OutlineNode;
+    if (batch.length > 0 && bytes + node._row_bytes > SEARCH_LIMITS.maxPageBytes) break;
+    bytes += node._row_bytes;
+    batch.push(node);
+  }
+  return batch;
+}
 
 /**
  * The export's chunks from the start, or from `start` (a continuation: no CSV header). A CSV
- * export with no match is its header alone.
+ * export with no match is its header alone. A page of roots is one chunk or, in the JSON formats,
+ * one per batch of descendants read; only a page's last chunk carries the cursor (where the next
+ * chunk starts at a page's end).
  */
 export async function* exportChunks(plan: ExportPlan, start?: KeysetCursor): AsyncGenerator<ExportChunk> {
   const { source, query, format, columns } = plan;
-  const shape = (record: ExportRecord) => (plan.redact ? redacted(record) : record);
   let headerDue = format === "csv" && start === undefined;
-  const pages = keysetPages(source, query, ROOT_PAGE_SIZE, start);
+  const sizes = plan.sizes ?? { roots: ROOT_PAGE_SIZE, descendantRows: DESCENDANT_ROWS_PER_READ };
+  const pages = keysetPages(source, query, sizes.roots, start);
   for await (const page of pages) {
-    const roots = page.records;
-    let oldest = Math.min(...page.rows.map((row) => Number(row.created_at)));
-    const chunk = (text: string, records: number): ExportChunk => ({ text, records, oldestCreatedAt: oldest, cursor: page.cursor });
+    const rootsOldest = Math.min(...page.rows.map((row) => Number(row.created_at)));
     if (format === "csv") {
       const header = headerDue ? csvLine(columns) : "";
       headerDue = false;
-      yield chunk(header + roots.map((root) => csvLine(columns.map((id) => columnValue(shape(root), id)))).join(""), roots.length);
+      const rows = page.rows.map((row) => {
+        const record = shapeRecord(row, query);
+        const shaped = plan.redact ? redacted(record) : record;
+        return csvLine(columns.map((id) => columnValue(shaped, id)));
+      });
+      yield { text: header + rows.join(""), records: page.rows.length, oldestCreatedAt: rootsOldest, cursor: page.cursor };
       continue;
     }
-    const { children, matching } = await descendantsOf(source, query, roots);
-    let descendants = 0;
-    const shapedChildren = new Map<string, ExportRecord[]>();
-    for (const [parent, list] of children) {
-      shapedChildren.set(parent, list.map(shape));
-      for (const record of list) oldest = Math.min(oldest, createdAtMicros(record));
-      descendants += list.length;
-    }
-    if (format === "jsonl") {
-      yield chunk(roots.map((root) => jsonLine(nest(shape(root), shapedChildren))).join(""), roots.length + descendants);
-      continue;
-    }
-    // Flat: each root, then every record below it; a descendant span that matches the filter
-    // itself is a root line of its own (with its subtree), so every record appears once.
-    const lines: string[] = [];
-    const below = (id: string, depth: number) => {
-      if (depth > 256) return;
-      for (const record of shapedChildren.get(id) ?? []) {
-        if (matching.has(String(record.id))) continue;
-        lines.push(jsonLine(record));
-        below(String(record.id), depth + 1);
+    const outline = await outlineOf(source, query, page.rows);
+    const steps = format === "jsonl" ? nestedSteps(page.rows, outline) : flatSteps(page.rows, outline);
+    const rows = new Map<number, StoredRow>();
+    let text = "";
+    let records = 0;
+    let oldest = rootsOldest;
+    for (let i = 0; i < steps.length; i += 1) {
+      const step = steps[i]!;
+      if (typeof step === "string") {
+        text += step;
+        continue;
       }
-    };
-    for (const root of roots) {
-      lines.push(jsonLine(shape(root)));
-      below(String(root.id), 0);
+      let row: StoredRow;
+      if (step.root) {
+        row = step.node as StoredRow;
+      } else {
+        const node = step.node as OutlineNode;
+        if (!rows.has(node.rid)) {
+          // The text so far goes out before the next batch is read: memory holds one batch.
+          if (text.length > 0) {
+            yield { text, records, oldestCreatedAt: oldest, cursor: undefined };
+            text = "";
+            records = 0;
+          }
+          rows.clear();
+          for (const read of await readRows(source, query, nextBatch(steps, i, sizes.descendantRows))) rows.set(Number(read.rid), read);
+        }
+        const read = rows.get(node.rid);
+        if (!read) {
+          // Erased between the outline and its read: a flat export leaves its line out; a nested
+          // line has written its place in a list already, so the export fails (visibly).
+          if (step.as === "line") continue;
+          throw new Error(`export: record ${node.id} was erased while it was being exported`);
+        }
+        row = read;
+        // Rounded down to the millisecond, as the record's created_at is written.
+        oldest = Math.min(oldest, Math.floor(node.created_at / 1000) * 1000);
+      }
+      const json = recordJson(row, query, plan.redact);
+      text += step.as === "line" ? `${json}\n` : step.as === "open" ? json.slice(0, -1) : json;
+      records += 1;
     }
-    yield chunk(lines.join(""), lines.length);
+    yield { text, records, oldestCreatedAt: oldest, cursor: page.cursor };
   }
   if (headerDue) yield { text: csvLine(columns), records: 0, oldestCreatedAt: undefined, cursor: undefined };
 }

@@ -83,9 +83,13 @@ interface Context {
 
 /** The run's family every arm is confined to (by its key), and the ownership guard. */
 function baseConditions(ctx: Context, familyKey: SQL = ctx.familyKey): SQL {
-  const { pack, scope } = ctx;
+  return sql`${r.familyKey} = ${familyKey} AND ${runOwnedBy(ctx.scope, ctx.pack)}`;
+}
+
+/** The ownership guard: the run is the scope's (an uncorrelated EXISTS). */
+export function runOwnedBy(scope: SearchScope, pack: SqlParamPack): SQL {
   const run = pack.value(scope.runId);
-  return sql`${r.familyKey} = ${familyKey} AND EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
+  return sql`EXISTS (SELECT 1 FROM ${from(guardRun)} WHERE ${guardRun.id} = ${run} AND ${guardRun.projectId} = ${pack.value(scope.projectId)} AND ${guardRun.organizationId} = ${pack.value(scope.organizationId)} AND ${guardRun.kind} = ${pack.value(scope.runKind)})`;
 }
 
 function residual(nodes: readonly FilterNode[], pack: SqlParamPack): SQL {
@@ -323,13 +327,24 @@ export function accessPathOf(query: SearchQuery): AccessPath {
 
 // ---- the statement ------------------------------------------------------------------------------
 
-function countColumns(ctx: Context): SQL {
-  const { query, pack } = ctx;
-  if (!query.includeCounts || query.family === "span") return sql``;
+/**
+ * The child count of `include_counts` for a record of `family` whose id is `parentId`, and the
+ * field it fills (none for spans).
+ */
+export function childCount(family: SearchQuery["family"], scope: SearchScope, pack: SqlParamPack, parentId: SQL): { expression: SQL; name: string } | undefined {
+  if (family === "span") return undefined;
   const [parentColumn, childFamily, name] =
-    query.family === "trace" ? ([child.traceId, "span", "num_spans"] as const) : ([child.sessionId, "trace", "num_traces"] as const);
+    family === "trace" ? ([child.traceId, "span", "num_spans"] as const) : ([child.sessionId, "trace", "num_traces"] as const);
   // Children of the same run only: a record of another run cannot be counted by naming this id.
-  return sql`, (SELECT count(*) FROM ${from(child)} WHERE ${parentColumn} = "page"."id" AND ${child.recordType} = ${pack.value(childFamily)} AND ${child.runId} = ${pack.value(ctx.scope.runId)}) AS ${sql.identifier(name)}`;
+  return {
+    expression: sql`(SELECT count(*) FROM ${from(child)} WHERE ${parentColumn} = ${parentId} AND ${child.recordType} = ${pack.value(childFamily)} AND ${child.runId} = ${pack.value(scope.runId)})`,
+    name,
+  };
+}
+
+function countColumns(ctx: Context): SQL {
+  const count = ctx.query.includeCounts ? childCount(ctx.query.family, ctx.scope, ctx.pack, sql.raw(`"page"."id"`)) : undefined;
+  return count ? sql`, ${count.expression} AS ${sql.identifier(count.name)}` : sql``;
 }
 
 /**
@@ -364,7 +379,7 @@ const TEXT_COLUMNS = new Set([
 const TRUNCATED_COLUMNS = new Set(["input", "output", "redacted_input", "redacted_output"]);
 
 /** SQL: the bytes of the record's selected text (`"r"`), as the answer will carry them (at most). */
-function rowBytes(names: readonly string[], query: SearchQuery): SQL {
+export function rowBytes(names: readonly string[], query: SearchQuery): SQL {
   const terms = names
     .filter((name) => TEXT_COLUMNS.has(name))
     .map((name) => {

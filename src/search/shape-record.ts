@@ -60,7 +60,7 @@ const EMPTY_FIELDS: Record<string, () => Json> = {
 
 const FULL_FIELDS = new Map<string, readonly string[]>();
 
-function fullFieldsOf(kind: string): readonly string[] {
+export function fullFieldsOf(kind: string): readonly string[] {
   let fields = FULL_FIELDS.get(kind);
   if (!fields) {
     fields = [...COMMON_FIELDS, ...(SPAN_KINDS.has(kind) ? SPAN_FIELDS : []), ...(KIND_FIELDS[kind] ?? []), ...Object.keys(EMPTY_FIELDS)];
@@ -127,7 +127,7 @@ function parseJson(text: unknown): Json {
   }
 }
 
-function jsonObject(text: unknown): Record<string, Json> {
+export function jsonObject(text: unknown): Record<string, Json> {
   const value = parseJson(text);
   return value && typeof value === "object" && !Array.isArray(value) ? (value as Record<string, Json>) : {};
 }
@@ -213,7 +213,7 @@ function isoOrNull(micros: unknown): string | null {
   return typeof micros === "number" ? microsToIso(micros) : null;
 }
 
-interface ShapeOptions {
+export interface ShapeOptions {
   truncate: boolean;
 }
 
@@ -222,7 +222,7 @@ interface ShapeOptions {
  * closures: the bundle keeps function names (esbuild `keepNames`, wrangler's default), which
  * costs a property definition per closure created.
  */
-function readField(field: string, row: StoredRow, kind: string, options: ShapeOptions): Json {
+export function readField(field: string, row: StoredRow, kind: string, options: ShapeOptions): Json {
   switch (field) {
     case "input":
       return cut(inputOf(kind, storedContent(row.input, row.input_is_json)), options);
@@ -265,7 +265,7 @@ function readField(field: string, row: StoredRow, kind: string, options: ShapeOp
   }
 }
 
-function metricsOf(row: StoredRow, selection: Projection["metrics"]): Record<string, number> {
+export function metricsOf(row: StoredRow, selection: Projection["metrics"]): Record<string, number> {
   const all = jsonObject(row.metrics);
   const out: Record<string, number> = {};
   for (const [name, value] of Object.entries(all)) {
@@ -274,7 +274,7 @@ function metricsOf(row: StoredRow, selection: Projection["metrics"]): Record<str
   return out;
 }
 
-function metricInfoOf(row: StoredRow, metrics: Record<string, number>) {
+export function metricInfoOf(row: StoredRow, metrics: Record<string, number>) {
   const stored = jsonObject(row.metric_info);
   const info: Record<string, { status_type: "success"; value: number; metadata: Json }> = {};
   for (const [name, value] of Object.entries(metrics)) {

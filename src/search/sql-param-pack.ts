@@ -31,8 +31,8 @@ export class SqlParamPack {
     return sql.raw(`(?1 ->> ${this.position(value)})`);
   }
 
-  /** A list of strings as the JSON text of an array, for `json_each(...)`. */
-  list(values: readonly string[]): SQL {
+  /** A list of strings (or row keys) as the JSON text of an array, for `json_each(...)`. */
+  list(values: readonly (string | number)[]): SQL {
     return sql.raw(`(?1 -> ${this.position([...values])})`);
   }
 
