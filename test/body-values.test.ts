@@ -7,9 +7,12 @@
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { SELF } from "cloudflare:test";
+import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createRoute, z } from "@hono/zod-openapi";
 import { bodyLimitFor } from "../src/http/body-limits";
 import { FULL_REPORT_VALUES } from "../src/http/bounded-body";
+import { createRouter } from "../src/http/create-router";
 import { jsonShape, nestsDeeperThan } from "../src/http/json-shape";
 import { StatusSchema } from "../src/otlp/generated/google/rpc/status_pb";
 import { OTLP_LIMITS } from "../src/otlp/otlp-limits";
@@ -50,6 +53,29 @@ describe("counting JSON values on the bytes", () => {
     expect(jsonShape(encode(`[${repeat("{}", 50)}]`), 50, 10)).toMatchObject({ over: "values", values: 51 });
   });
 
+  it("finds each string's end by its run of backslashes: an odd run escapes the quote, an even one does not", () => {
+    expect(jsonShape(encode(JSON.stringify(["\\", '\\"]', 1])), 100, 10)).toEqual({ values: 4, depth: 1 });
+    expect(jsonShape(encode(JSON.stringify({ "k\\": "\\\\\\", '\\"': [true] })), 100, 10)).toEqual({ values: 4, depth: 2 });
+    // An unterminated string runs to the end: what it holds is never taken for structure.
+    expect(jsonShape(encode('["abc\\", [[[[[['), 100, 3)).toEqual({ values: 2, depth: 1 });
+  });
+
+  it("counts what JSON.parse builds, for any JSON text, as bytes and as a string", () => {
+    const built = (value: unknown): { values: number; depth: number } => {
+      if (value === null || typeof value !== "object") return { values: 1, depth: 0 };
+      const children = Object.values(value).map(built);
+      return { values: 1 + children.reduce((n, c) => n + c.values, 0), depth: 1 + Math.max(0, ...children.map((c) => c.depth)) };
+    };
+    fc.assert(
+      fc.property(fc.json({ maxDepth: 6 }), (text) => {
+        const expected = built(JSON.parse(text));
+        expect(jsonShape(encode(text), Number.POSITIVE_INFINITY, 1_000)).toEqual(expected);
+        expect(jsonShape(text, Number.POSITIVE_INFINITY, 1_000)).toEqual(expected);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it("nestsDeeperThan: exactly at the bracket count that can pass the depth, and brackets inside strings are text", () => {
     const nested = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
     expect(nestsDeeperThan(nested(512), 512)).toBe(false);
@@ -77,6 +103,32 @@ describe("a JSON body past its route's count of values", () => {
     expect(response.status).toBe(422);
     expect(response.body.detail.length).toBeLessThan(10);
     expect(response.body.detail[0]).toMatchObject({ loc: ["body", "traces", 0, "tags", 0], type: "string_type" });
+  });
+
+  it("a valid body of many values is validated once: the route's validator takes the early validation's result", async () => {
+    let validations = 0;
+    const schema = z.object({ traces: z.array(z.object({ tags: z.array(z.string()) })) }).superRefine(() => {
+      validations += 1;
+    });
+    const router = createRouter();
+    const route = createRoute({
+      method: "post",
+      path: "/v2/projects/{project_id}/traces",
+      request: { params: z.object({ project_id: z.string() }), body: { content: { "application/json": { schema } }, required: true } },
+      responses: { 200: { description: "the count of traces" } },
+    });
+    router.openapi(route, (c) => c.json({ traces: c.req.valid("json").traces.length }, 200));
+    const body = JSON.stringify({ traces: [{ tags: Array.from({ length: FULL_REPORT_VALUES }, (_, i) => `t${i}`) }, { tags: [] }] });
+    expect(jsonShape(encode(body), INGEST.values, 512).values).toBeGreaterThan(FULL_REPORT_VALUES);
+    const response = await router.request("/v2/projects/p/traces", { method: "POST", headers: { "content-type": "application/json" }, body });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ traces: 2 });
+    expect(validations).toBe(1);
+    // The same schema with an invalid body: answered from the early validation, as before.
+    const invalid = JSON.stringify({ traces: [{ tags: Array.from({ length: FULL_REPORT_VALUES }, () => 1) }] });
+    const refused = await router.request("/v2/projects/p/traces", { method: "POST", headers: { "content-type": "application/json" }, body: invalid });
+    expect(refused.status).toBe(422);
+    expect(((await refused.json()) as any).detail[0]).toMatchObject({ loc: ["body", "traces", 0, "tags", 0], type: "string_type" });
   });
 
   it("a small invalid body still lists every fault", async () => {

@@ -200,7 +200,8 @@ class BatchBuilder {
     }
     this.seenIds.set(row.id, path);
     const encoded = JSON.stringify(RECORD_COLUMNS.map((c) => row[c]));
-    const bytes = utf8Bytes(encoded);
+    // A UTF-16 unit is at most 3 bytes of UTF-8: most records are counted without a pass over them.
+    const bytes = encoded.length * 3 <= RECORD_LIMITS.maxRecordBytes ? 0 : utf8Bytes(encoded);
     if (bytes > RECORD_LIMITS.maxRecordBytes) {
       const msg = `Value error, this record takes ${bytes} bytes as stored (its text fields and JSON together); a record may take at most ${RECORD_LIMITS.maxRecordBytes}`;
       this.faults.push({ loc: path, msg, type: "value_error", ctx: { error: msg.replace("Value error, ", ""), max_bytes: RECORD_LIMITS.maxRecordBytes } });
@@ -233,21 +234,28 @@ class BatchBuilder {
     type: string,
     fields: IngestTrace | IngestSpan,
     ids: { id: string; session_id: string | null; trace_id: string | null; parent_id: string | null },
-    createdAt: number,
+    times: RecordTimes,
+    metrics: Record<string, number>,
   ): RecordRow {
     const [input, inputIsJson] = storedContent(fields.input);
     const [output, outputIsJson] = storedContent(fields.output, type === "retriever" ? normalizeDocuments : undefined);
     const isComplete = fields.is_complete ?? this.ctx.isComplete ?? true;
+    // The ids spelled out, not spread: a literal that starts with a spread and adds 40-odd
+    // properties after it is built property by property in V8's slow path, which made this
+    // function most of the row builder's time (20x the rest; docs/benchmarks.md, "Ingestion").
     return {
-      ...ids,
+      id: ids.id,
+      session_id: ids.session_id,
+      trace_id: ids.trace_id,
+      parent_id: ids.parent_id,
       organization_id: this.ctx.organizationId,
       project_id: this.ctx.projectId,
       run_id: this.ctx.runId,
       record_type: family,
       type,
       name: fields.name ?? "",
-      created_at: createdAt,
-      updated_at: fields.updated_at ? (isoToMicros(fields.updated_at) ?? null) : null,
+      created_at: times.createdAt,
+      updated_at: times.updatedAt,
       input,
       input_is_json: inputIsJson,
       output,
@@ -265,7 +273,7 @@ class BatchBuilder {
       progress_message: fields.progress_message ?? null,
       user_metadata: JSON.stringify(metadataOf(fields.user_metadata)),
       tags: JSON.stringify(fields.tags ?? []),
-      metrics: JSON.stringify(metricsOf(fields.metrics)),
+      metrics: JSON.stringify(metrics),
       metric_info: jsonOrNull(fields.metric_info),
       feedback_rating_info: jsonOrNull(fields.feedback_rating_info),
       model: null,
@@ -287,23 +295,29 @@ class BatchBuilder {
   }
 
   /**
-   * A `created_at` or `updated_at` the client gave more than RECORD_LIMITS.maxFutureMicros past
-   * the server's clock is a fault of the record at `path` (contract section 12).
+   * The record's times, each of the client's read once: `created_at` (else `fallback`) and
+   * `updated_at`. A time the client gave more than RECORD_LIMITS.maxFutureMicros past the
+   * server's clock is a fault of the record at `path` (contract section 12).
    */
-  checkNotFuture(path: RecordPath, fields: { created_at?: string | null; updated_at?: string | null }): void {
+  times(path: RecordPath, fields: { created_at?: string | null; updated_at?: string | null }, fallback: number): RecordTimes {
+    const created = fields.created_at ? isoToMicros(fields.created_at) : undefined;
+    const updated = fields.updated_at ? isoToMicros(fields.updated_at) : undefined;
     const latest = this.ctx.nowMicros + RECORD_LIMITS.maxFutureMicros;
-    for (const field of ["created_at", "updated_at"] as const) {
-      const given = fields[field];
-      const micros = given ? isoToMicros(given) : undefined;
-      if (micros === undefined || micros <= latest) continue;
-      const msg = `Value error, ${field} is more than 24 hours ahead of the server's clock (${new Date(this.ctx.nowMicros / 1000).toISOString()}): such a record would escape retention or refuse later updates`;
-      this.faults.push({ loc: [...path, field], msg, type: "value_error", input: given, ctx: { error: msg.replace("Value error, ", "") } });
-    }
+    if (created !== undefined && created > latest) this.futureFault(path, "created_at", fields.created_at);
+    if (updated !== undefined && updated > latest) this.futureFault(path, "updated_at", fields.updated_at);
+    return { createdAt: created ?? fallback, updatedAt: updated ?? null };
   }
 
-  createdAt(fields: { created_at?: string | null }, fallback: number): number {
-    return (fields.created_at ? isoToMicros(fields.created_at) : undefined) ?? fallback;
+  private futureFault(path: RecordPath, field: "created_at" | "updated_at", given: string | null | undefined): void {
+    const msg = `Value error, ${field} is more than 24 hours ahead of the server's clock (${new Date(this.ctx.nowMicros / 1000).toISOString()}): such a record would escape retention or refuse later updates`;
+    this.faults.push({ loc: [...path, field], msg, type: "value_error", input: given, ctx: { error: msg.replace("Value error, ", "") } });
   }
+}
+
+/** A record's `created_at` and `updated_at`, in microseconds. */
+interface RecordTimes {
+  createdAt: number;
+  updatedAt: number | null;
 }
 
 function spanKindFields(span: IngestSpan): Partial<RecordRow> {
@@ -329,20 +343,19 @@ function spanKindFields(span: IngestSpan): Partial<RecordRow> {
  * model's price, marked as derived; a span whose model has no price gets none. A write that
  * lacks one of the three leaves the cost alone (a later write that completes them computes it).
  */
-function withComputedCost(row: RecordRow, metrics: Record<string, number>, prices: PriceBook, pending: [string, number, number][]): void {
+function withComputedCost(model: string | null, metrics: Record<string, number>, prices: PriceBook, pending: [string, number, number][]): number {
   const input = metrics.num_input_tokens;
   const output = metrics.num_output_tokens;
-  if (row.model === null || metrics.cost !== undefined) return;
-  const price = prices(row.model);
-  if (price === null) return;
+  if (model === null || metrics.cost !== undefined) return 0;
+  const price = prices(model);
+  if (price === null) return 0;
   if (input === undefined || output === undefined) {
     // The token counts may come in a later write of this span: keep the price it will need.
-    pending.push([row.model, price.input_price, price.output_price]);
-    return;
+    pending.push([model, price.input_price, price.output_price]);
+    return 0;
   }
   metrics.cost = callCost(price, input, output);
-  row.metrics = JSON.stringify(metrics);
-  row.derived_metrics |= DERIVED_COST_BIT;
+  return DERIVED_COST_BIT;
 }
 
 /** Rows of one span and, depth first, of all the spans nested in it. */
@@ -356,17 +369,18 @@ function addSpan(
   fallbackCreatedAt: number,
 ): void {
   const id = span.id ?? crypto.randomUUID();
-  builder.checkNotFuture(path, span);
-  const createdAt = builder.createdAt(span, fallbackCreatedAt);
-  const row = {
-    ...builder.baseRow("span", span.type, span, { id, session_id: sessionId, trace_id: traceId, parent_id: parent.id }, createdAt),
-    ...spanKindFields(span),
-  };
+  const times = builder.times(path, span, fallbackCreatedAt);
+  // Priced before the row is built, so that its metrics are written out once, the cost included.
   const metrics = metricsOf(span.metrics);
-  if (span.type === "llm") withComputedCost(row, metrics, builder.prices, builder.batch.pendingPrices!);
+  const derived = span.type === "llm" ? withComputedCost(span.model ?? null, metrics, builder.prices, builder.batch.pendingPrices!) : 0;
+  const row = {
+    ...builder.baseRow("span", span.type, span, { id, session_id: sessionId, trace_id: traceId, parent_id: parent.id }, times, metrics),
+    ...spanKindFields(span),
+    derived_metrics: derived,
+  };
   builder.markParent(parent.id, parent.family);
   builder.add(path, row, metrics);
-  (span.spans ?? []).forEach((child, i) => addSpan(builder, [...path, "spans", i], child, { id, family: "span" }, traceId, sessionId, createdAt));
+  (span.spans ?? []).forEach((child, i) => addSpan(builder, [...path, "spans", i], child, { id, family: "span" }, traceId, sessionId, times.createdAt));
 }
 
 /** Rows for an ingest request: each trace, then its spans depth first. */
@@ -375,13 +389,13 @@ export function traceRows(traces: IngestTrace[], ctx: IngestContext, path: Recor
   for (const [index, trace] of traces.entries()) {
     const id = trace.id ?? crypto.randomUUID();
     const sessionId = trace.session_id ?? ctx.sessionId;
-    builder.checkNotFuture([...path, index], trace);
-    const createdAt = builder.createdAt(trace, ctx.nowMicros);
+    const times = builder.times([...path, index], trace, ctx.nowMicros);
+    const metrics = metricsOf(trace.metrics);
     // A trace's parent is its session: has_children of a session means "has traces".
-    const row = builder.baseRow("trace", "trace", trace, { id, session_id: sessionId, trace_id: id, parent_id: sessionId }, createdAt);
+    const row = builder.baseRow("trace", "trace", trace, { id, session_id: sessionId, trace_id: id, parent_id: sessionId }, times, metrics);
     if (sessionId) builder.markParent(sessionId, "session");
-    builder.add([...path, index], row, metricsOf(trace.metrics));
-    (trace.spans ?? []).forEach((span, i) => addSpan(builder, [...path, index, "spans", i], span, { id, family: "trace" }, id, sessionId, createdAt));
+    builder.add([...path, index], row, metrics);
+    (trace.spans ?? []).forEach((span, i) => addSpan(builder, [...path, index, "spans", i], span, { id, family: "trace" }, id, sessionId, times.createdAt));
   }
   return builder.finish();
 }
@@ -415,10 +429,10 @@ export interface SessionInput {
 
 export function sessionRows(session: SessionInput, ctx: IngestContext): RecordBatch {
   const builder = new BatchBuilder(ctx);
-  builder.checkNotFuture(["body"], session);
+  const times = builder.times(["body"], session, ctx.nowMicros);
   const id = session.id ?? crypto.randomUUID();
   const row: RecordRow = {
-    ...builder.baseRow("session", "session", { ...session, type: "trace" } as IngestTrace, { id, session_id: id, trace_id: null, parent_id: null }, builder.createdAt(session, ctx.nowMicros)),
+    ...builder.baseRow("session", "session", { ...session, type: "trace" } as IngestTrace, { id, session_id: id, trace_id: null, parent_id: null }, times, {}),
     previous_session_id: session.previous_session_id ?? null,
   };
   builder.add(["body"], row, {});

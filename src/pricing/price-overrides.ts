@@ -39,10 +39,22 @@ async function overridesOf(db: D1Database, organizationId: string): Promise<Pric
   return overrides;
 }
 
-/** The prices an organization's records are costed with (catalog database `db`). */
+/**
+ * The prices an organization's records are costed with (catalog database `db`), for one request:
+ * each model's price is looked up once (a lookup tries every prefix of the name against two
+ * tables), however many of the request's spans name it.
+ */
 export async function priceBookFor(db: D1Database, organizationId: string): Promise<PriceBook> {
   const overrides = await overridesOf(db, organizationId);
-  return (model) => priceOf(model, overrides);
+  const known = new Map<string, ModelPrice | null>();
+  return (model) => {
+    let price = known.get(model);
+    if (price === undefined) {
+      price = priceOf(model, overrides);
+      known.set(model, price);
+    }
+    return price;
+  };
 }
 
 /** The organization's override of exactly `name`, if any. */
