@@ -163,9 +163,9 @@ async function cellAggregation(
   const wholeCoverage = cellCoverage(scope.fromMicros, scope.toMicros, whole, unusable);
   const wholeScope: AggregateScope = { ...scope, ranges: wholeCoverage.ranges };
   const bucketScope: AggregateScope = { ...scope, ranges: coverage.ranges };
-  const groups = await rankGroups(request.group, () => prepared(db, topGroupsFromCells(wholeScope, request.group, request.runId, grouping, wholeCoverage.hours)));
-  const wholeStatements = cellStatements(wholeScope, whole, { kind: "none" }, null, values, plan, request.runId, "", wholeCoverage.hours);
-  const bucketStatements = cellStatements(bucketScope, buckets, request.group, groups.top, values, plan, request.runId, grouping, coverage.hours);
+  const groups = await rankGroups(request.group, () => prepared(db, topGroupsFromCells(wholeScope, request.group, request.runId, grouping, wholeCoverage)));
+  const wholeStatements = cellStatements(wholeScope, whole, { kind: "none" }, null, values, plan, request.runId, "", wholeCoverage);
+  const bucketStatements = cellStatements(bucketScope, buckets, request.group, groups.top, values, plan, request.runId, grouping, coverage);
   const statements = [...wholeStatements.statements, ...bucketStatements.statements];
   const results = await db.batch(statements.map((s) => prepared(db, s)));
   const split = wholeStatements.statements.length;
