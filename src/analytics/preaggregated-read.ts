@@ -98,20 +98,27 @@ export interface HourStates {
   computed: Set<number>;
 }
 
-/** The states of the hours of [from, to) of a run; null while the backfill has not marked every older trace's hour. */
-export async function hourStates(db: D1Database, runId: string, fromMicros: number, toMicros: number, grouping: string, metadataKey: string | null): Promise<HourStates | null> {
+/**
+ * The statements that read the states of the hours of [from, to) of a run (to run in the caller's
+ * batch), and their reading: null while the backfill has not marked every older trace's hour.
+ */
+export function hourStatesQuery(db: D1Database, runId: string, fromMicros: number, toMicros: number, grouping: string, metadataKey: string | null) {
   const first = Math.floor(fromMicros / HOUR_MICROS);
   const last = Math.floor(toMicros / HOUR_MICROS);
-  const [backfill, dirty, computed] = await db.batch<{ hour: number; metadata_key: string | null; done: number }>([
+  const statements = [
     db.prepare(BACKFILLED),
     db.prepare("SELECT hour FROM metric_dirty_hours WHERE run_id = ?1 AND hour >= ?2 AND hour <= ?3").bind(runId, first, last),
     db.prepare("SELECT hour, metadata_key FROM metric_cells WHERE run_id = ?1 AND grouping = '' AND hour >= ?2 AND hour <= ?3").bind(runId, first, last),
-  ]);
-  const progress = backfill!.results[0];
-  if (progress !== undefined && progress.done !== 1) return null;
-  const unusable = new Set(dirty!.results.map((row) => row.hour));
-  if (grouping === "metadata") for (const row of computed!.results) if (row.metadata_key !== metadataKey) unusable.add(row.hour);
-  return { unusable, computed: new Set(computed!.results.map((row) => row.hour)) };
+  ];
+  const read = (results: D1Result[]): HourStates | null => {
+    const [backfill, dirty, computed] = results as D1Result<{ hour: number; metadata_key: string | null; done: number }>[];
+    const progress = backfill!.results[0];
+    if (progress !== undefined && progress.done !== 1) return null;
+    const unusable = new Set(dirty!.results.map((row) => row.hour));
+    if (grouping === "metadata") for (const row of computed!.results) if (row.metadata_key !== metadataKey) unusable.add(row.hour);
+    return { unusable, computed: new Set(computed!.results.map((row) => row.hour)) };
+  };
+  return { statements, read };
 }
 
 /** Which cells a source reads: hour cells and day cells, all groups or only those summed under "other". */
