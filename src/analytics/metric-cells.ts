@@ -3,7 +3,10 @@
  * docs/analytics.md, "Pre-aggregates"): per run, hour of a trace's created_at and group
  * (ungrouped, `name`, each tag, the value of the project's declared analytics metadata key), the
  * trace count, each value's count / sum / min / max / non-zero count, distinct session ids and a
- * log-scale histogram of `duration_ns`.
+ * log-scale histogram of `duration_ns`; each cell also keeps its own distinct session count and
+ * percentile bins (a bucket that is one cell reads them). Day cells (migration 0021 / shard 0013)
+ * hold the same per UTC day, each the sum of its 24 hour cells, recomputed in the batch of any of
+ * them, so a day none of whose hours is marked is exact.
  *
  * A cell is recomputed from the records of its hour, never incremented: writes only mark the
  * hours they change (the triggers of the migration, one probe a row), and `refreshMetricCells`
