@@ -234,9 +234,13 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
 
   pack = new SqlParamPack();
   const valueRows = toStatement(
-    sql`SELECT "b", "g", "name", sum("n") AS "n", sum("total") AS "s", min("lo") AS "lo", max("hi") AS "hi", sum("trues") AS "t"
-      FROM (${cells.rows(pack, "metric_cell_values", `"x"."name" AS "name", "x"."n" AS "n", "x"."total" AS "total", "x"."lo" AS "lo", "x"."hi" AS "hi", "x"."trues" AS "trues"`, every, plan.names)})
-      GROUP BY "b", "g", "name"`,
+    // One row per bucket and group, its values as one JSON text: D1 hands over a few long rows
+    // faster than one short row per value (720 buckets x ~10 values at 1-hour buckets).
+    sql`SELECT "b", "g", json_group_array(json_array("name", "n", "s", "lo", "hi", "t")) AS "v" FROM (
+        SELECT "b", "g", "name", sum("n") AS "n", sum("total") AS "s", min("lo") AS "lo", max("hi") AS "hi", sum("trues") AS "t"
+        FROM (${cells.rows(pack, "metric_cell_values", `"x"."name" AS "name", "x"."n" AS "n", "x"."total" AS "total", "x"."lo" AS "lo", "x"."hi" AS "hi", "x"."trues" AS "trues"`, every, plan.names)})
+        GROUP BY "b", "g", "name")
+      GROUP BY "b", "g"`,
     pack,
   );
 
@@ -284,13 +288,16 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       if (single.has(row.b) && row.cells === 1 && (top === null || row.g !== OTHER_GROUP)) oneCell.push(row);
     }
     const indexOf = new Map(plan.names.map((name, i) => [name, i]));
-    for (const row of results[2]!.results as { b: number; g: string | null; name: string; n: number; s: number | null; lo: number | null; hi: number | null; t: number }[]) {
-      const stats = cellOf(row.b, row.g).values[indexOf.get(row.name)!]!;
-      stats.count += row.n;
-      stats.trues += row.t;
-      if (row.s !== null) stats.sum = (stats.sum ?? 0) + row.s;
-      if (row.lo !== null) stats.min = stats.min === null ? row.lo : Math.min(stats.min, row.lo);
-      if (row.hi !== null) stats.max = stats.max === null ? row.hi : Math.max(stats.max, row.hi);
+    for (const row of results[2]!.results as { b: number; g: string | null; v: string }[]) {
+      const cell = cellOf(row.b, row.g);
+      for (const [name, n, s, lo, hi, t] of JSON.parse(row.v) as [string, number, number | null, number | null, number | null, number][]) {
+        const stats = cell.values[indexOf.get(name)!]!;
+        stats.count += n;
+        stats.trues += t;
+        if (s !== null) stats.sum = (stats.sum ?? 0) + s;
+        if (lo !== null) stats.min = stats.min === null ? lo : Math.min(stats.min, lo);
+        if (hi !== null) stats.max = stats.max === null ? hi : Math.max(stats.max, hi);
+      }
     }
     for (const row of oneCell) {
       const cell = cellOf(row.b, row.g);
