@@ -376,13 +376,24 @@ async function refreshCells(): Promise<void> {
 }
 
 /** The pre-aggregated path: whole hours of the window answered from cells (src/analytics/preaggregated-read.ts). */
-const alignedQueryArb = fc.record({
-  startHour: fc.integer({ min: -2, max: 3 }),
-  hours: fc.integer({ min: 1, max: 9 }),
-  extraMinutes: fc.constantFrom(0, 0, 0, 25),
-  interval: fc.constantFrom(60, 60, 120, 1440, 30),
-  group: fc.constantFrom<Group>(null, "name", "tags", "user_metadata.customer"),
-});
+const alignedQueryArb = fc.oneof(
+  fc.record({
+    startHour: fc.integer({ min: -2, max: 3 }),
+    hours: fc.integer({ min: 1, max: 9 }),
+    extraMinutes: fc.constantFrom(0, 0, 0, 25),
+    interval: fc.constantFrom(60, 60, 120, 1440, 30),
+    group: fc.constantFrom<Group>(null, "name", "tags", "user_metadata.customer"),
+  }),
+  // Whole UTC days (the data spans the last hour of one and the start of the next): read from
+  // day cells, each bucket one cell (1 day, 1 hour) or several (2 days).
+  fc.record({
+    startHour: fc.constantFrom(-24, 0),
+    hours: fc.constantFrom(24, 48),
+    extraMinutes: fc.constantFrom(0, 0, 25),
+    interval: fc.constantFrom(1440, 1440, 2880, 60),
+    group: fc.constantFrom<Group>(null, "name", "tags", "user_metadata.customer"),
+  }),
+);
 
 async function checkAligned(runs: number) {
   percentileTolerance = 0.01;

@@ -34,6 +34,10 @@ const SHARD_TABLES = [
   "metric_dirty_hours",
   "metric_settings",
   "metric_cell_backfill",
+  "metric_day_cells",
+  "metric_day_cell_values",
+  "metric_day_cell_bins",
+  "metric_day_cell_sessions",
   "span_model_prices",
 ];
 

@@ -3,7 +3,10 @@
  * docs/analytics.md, "Pre-aggregates"): per run, hour of a trace's created_at and group
  * (ungrouped, `name`, each tag, the value of the project's declared analytics metadata key), the
  * trace count, each value's count / sum / min / max / non-zero count, distinct session ids and a
- * log-scale histogram of `duration_ns`.
+ * log-scale histogram of `duration_ns`; each cell also keeps its own distinct session count and
+ * percentile bins (a bucket that is one cell reads them). Day cells (migration 0021 / shard 0013)
+ * hold the same per UTC day, each the sum of its 24 hour cells, recomputed in the batch of any of
+ * them, so a day none of whose hours is marked is exact.
  *
  * A cell is recomputed from the records of its hour, never incremented: writes only mark the
  * hours they change (the triggers of the migration, one probe a row), and `refreshMetricCells`
@@ -14,6 +17,7 @@
  */
 
 export const HOUR_MICROS = 3_600_000_000;
+export const HOURS_A_DAY = 24;
 
 /**
  * Histogram bins of duration_ns: bin k holds [GROWTH^k, GROWTH^(k+1)); values under 1 are bin -1.
@@ -39,13 +43,20 @@ export const CELL_TOTAL_TOKENS = "$total_tokens";
 
 /** Hours a chunk recomputes in one batch: one hour of a busy run is thousands of traces, far under D1's 30 s. */
 export const REFRESH_CHUNK_HOURS = 24;
-/** Chunks per database per scheduled run (9 statements each): a small share of an invocation's 1,000 queries. */
-export const REFRESH_MAX_CHUNKS = 20;
+/** Chunks per database per scheduled run (20 statements each): a small share of an invocation's 1,000 queries. */
+export const REFRESH_MAX_CHUNKS = 10;
 /** Rids per backfill window, and windows per run, as the roll-up backfill. */
 export const BACKFILL_WINDOW = 5_000;
 export const BACKFILL_MAX_WINDOWS = 20;
 
 const CELL_TABLES = ["metric_cells", "metric_cell_values", "metric_cell_bins", "metric_cell_sessions"] as const;
+const DAY_TABLES = ["metric_day_cells", "metric_day_cell_values", "metric_day_cell_bins", "metric_day_cell_sessions"] as const;
+
+/** The percentiles of duration_ns each cell keeps its own answer of (as the bin of the nearest rank). */
+export const CELL_PERCENTILES = [50, 90, 95, 99] as const;
+
+/** The groupings of the cells: listed so a range of the tables' keys by hour can be read per grouping. */
+const GROUPINGS_SQL = "('', 'name', 'tags', 'metadata')";
 
 const IN_CHUNK = "(run_id, hour) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?1))";
 
@@ -81,6 +92,27 @@ g AS (
   UNION ALL SELECT t.run_id, t.hour, t.mkey, t.rid, t.session_id, 'tags', rt.tag FROM t JOIN record_tags AS rt ON rt.record_rid = t.rid
   UNION ALL SELECT t.run_id, t.hour, t.mkey, t.rid, t.session_id, 'metadata', rm.value FROM t JOIN record_metadata AS rm ON rm.record_rid = t.rid AND rm.key = t.mkey)`;
 
+/** The UTC days of the chunk's hours (d: run_id, day as its first hour). */
+const DAYS = "(SELECT DISTINCT j.value ->> 0 AS run_id, (j.value ->> 1) / 24 * 24 AS day FROM json_each(?1) AS j) AS d";
+const IN_DAYS = "(run_id, hour) IN (SELECT j.value ->> 0, (j.value ->> 1) / 24 * 24 FROM json_each(?1) AS j)";
+/** The hour cells (x) of a day d: one key range per grouping. */
+const DAY_HOURS = `x.run_id = d.run_id AND x.grouping IN ${GROUPINGS_SQL} AND x.hour >= d.day AND x.hour < d.day + 24`;
+
+/**
+ * The figures of a cell that do not add up across cells, kept on the cell itself so that a bucket
+ * made of exactly one cell reads its row and nothing else: its distinct sessions, and the bin of
+ * each duration percentile's nearest rank (the bin whose running count first reaches
+ * ceil(p x n / 100)), as the read computes them from merged bins (preaggregated-read.ts).
+ */
+function cellAnswers(cells: string, sessions: string, bins: string, where: string): string {
+  const same = (x: string) => `${x}.run_id = c.run_id AND ${x}.grouping = c.grouping AND ${x}.hour = c.hour AND ${x}.group_value = c.group_value`;
+  const rankBin = (p: number) => `(SELECT k.bin FROM (SELECT x.bin, sum(x.n) OVER (ORDER BY x.bin) AS cum, sum(x.n) OVER () AS tot FROM ${bins} AS x WHERE ${same("x")}) AS k
+    WHERE k.cum >= (${p} * k.tot + 99) / 100 ORDER BY k.bin LIMIT 1)`;
+  return `UPDATE ${cells} AS c SET sessions = (SELECT count(*) FROM ${sessions} AS s WHERE ${same("s")}),
+    ${CELL_PERCENTILES.map((p) => `p${p}_bin = ${rankBin(p)}`).join(", ")}
+  WHERE ${where}`;
+}
+
 /** The statements that recompute the cells of a chunk (?1: JSON list of [run_id, hour]) and clear its marks. */
 export const REFRESH_STATEMENTS: readonly string[] = [
   ...CELL_TABLES.map((table) => `DELETE FROM ${table} WHERE ${IN_CHUNK}`),
@@ -98,6 +130,18 @@ export const REFRESH_STATEMENTS: readonly string[] = [
   `${CHUNK_ROWS}
   INSERT OR IGNORE INTO metric_cell_sessions (run_id, hour, grouping, group_value, session_id)
   SELECT DISTINCT run_id, hour, grouping, gv, session_id FROM g WHERE session_id IS NOT NULL`,
+  cellAnswers("metric_cells", "metric_cell_sessions", "metric_cell_bins", IN_CHUNK),
+  ...DAY_TABLES.map((table) => `DELETE FROM ${table} WHERE ${IN_DAYS}`),
+  `INSERT INTO metric_day_cells (run_id, hour, grouping, group_value, traces)
+  SELECT x.run_id, d.day, x.grouping, x.group_value, sum(x.traces) FROM ${DAYS} JOIN metric_cells AS x ON ${DAY_HOURS} GROUP BY 1, 2, 3, 4`,
+  `INSERT INTO metric_day_cell_values (run_id, hour, grouping, group_value, name, n, total, lo, hi, trues)
+  SELECT x.run_id, d.day, x.grouping, x.group_value, x.name, sum(x.n), sum(x.total), min(x.lo), max(x.hi), sum(x.trues)
+  FROM ${DAYS} JOIN metric_cell_values AS x ON x.run_id = d.run_id AND x.hour >= d.day AND x.hour < d.day + 24 GROUP BY 1, 2, 3, 4, 5`,
+  `INSERT INTO metric_day_cell_bins (run_id, hour, grouping, group_value, bin, n)
+  SELECT x.run_id, d.day, x.grouping, x.group_value, x.bin, sum(x.n) FROM ${DAYS} JOIN metric_cell_bins AS x ON ${DAY_HOURS} GROUP BY 1, 2, 3, 4, 5`,
+  `INSERT OR IGNORE INTO metric_day_cell_sessions (run_id, hour, grouping, group_value, session_id)
+  SELECT DISTINCT x.run_id, d.day, x.grouping, x.group_value, x.session_id FROM ${DAYS} JOIN metric_cell_sessions AS x ON ${DAY_HOURS}`,
+  cellAnswers("metric_day_cells", "metric_day_cell_sessions", "metric_day_cell_bins", IN_DAYS),
   `DELETE FROM metric_dirty_hours WHERE ${IN_CHUNK}`,
 ];
 
@@ -141,8 +185,5 @@ export async function backfillMetricCells(db: D1Database, maxWindows: number = B
   return { windows, complete: true };
 }
 
-/** Whether every trace older than the triggers has its hour marked (reads scan everything until then). */
-export async function cellsBackfilled(db: D1Database): Promise<boolean> {
-  const row = await db.prepare("SELECT after_rid >= until_rid AS done FROM metric_cell_backfill WHERE id = 1").first<{ done: number }>();
-  return row === null || row.done === 1;
-}
+/** One row `done` (1 when every trace older than the triggers has its hour marked; reads scan everything until then), or none. */
+export const BACKFILLED = "SELECT after_rid >= until_rid AS done FROM metric_cell_backfill WHERE id = 1";

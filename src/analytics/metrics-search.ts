@@ -8,14 +8,15 @@
 import { sql } from "drizzle-orm";
 import type { CellStats, ValueExpression } from "./aggregate-records";
 import { type Figures, ratio } from "./metrics-answer";
-import { CELL_ERRORS, CELL_SPANS, CELL_TOTAL_TOKENS } from "./metric-cells";
+import { CELL_ERRORS, CELL_PERCENTILES, CELL_SPANS, CELL_TOTAL_TOKENS } from "./metric-cells";
 import { metricValue } from "./metric-values";
 import type { CellPlan } from "./preaggregated-read";
 
 /** Metrics that have keys of their own; every other metric of the run gets `average_<name>`. */
 const OWN_KEYS = new Set(["duration_ns", "num_input_tokens", "num_output_tokens", "num_total_tokens", "cost"]);
 
-const LATENCY_PERCENTILES = [50, 90, 95, 99];
+/** The cells keep each of their own (metric-cells.ts): a bucket that is one cell reads them. */
+const LATENCY_PERCENTILES: number[] = [...CELL_PERCENTILES];
 
 const errorFlag: ValueExpression = () =>
   sql.raw(`(CASE WHEN "r"."status_code" >= 400 OR ("r"."error_message" IS NOT NULL AND "r"."error_message" <> '') THEN 1 ELSE 0 END)`);

@@ -32,7 +32,7 @@ import {
 } from "./aggregate-records";
 import { HOUR_MICROS } from "./metric-cells";
 import type { MetricsWindow } from "./metrics-window";
-import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, topGroupsFromCells, hourStates } from "./preaggregated-read";
+import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, hourStatesQuery, topGroupsFromCells } from "./preaggregated-read";
 
 export interface AggregationRequest {
   projectId: string;
@@ -62,12 +62,10 @@ export interface AggregationResult {
 }
 
 /** The metric names the run's records of a family hold (available_columns' rows). */
-export async function runMetricNames(db: D1Database, runId: string, family: RecordFamily): Promise<Set<string>> {
-  const rows = await db
+function runMetricNames(db: D1Database, runId: string, family: RecordFamily): D1PreparedStatement {
+  return db
     .prepare("SELECT column_id FROM run_columns WHERE run_id = ?1 AND record_type = ?2 AND column_id >= 'metrics/' AND column_id < 'metrics0'")
-    .bind(runId, family)
-    .all<{ column_id: string }>();
-  return new Set(rows.results.map((row) => row.column_id.slice("metrics/".length)));
+    .bind(runId, family);
 }
 
 /**
@@ -98,15 +96,20 @@ export async function runAggregation(
   const organizationId = c.get("principal").organizationId;
   const declaredKey = request.group.kind === "metadata" ? await declaredMetadataKey(c, request.projectId) : null;
   return onProjectShard(c, request.projectId, "read", async ({ db, route }) => {
-    const plan = planFor(await runMetricNames(db, request.runId, request.family));
     const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros());
     const fromMicros = Math.max(request.window.startMicros, cutoff ?? Number.MIN_SAFE_INTEGER);
     const scope: AggregateScope = { family: request.family, runId: request.runId, fromMicros, toMicros: request.window.endMicros, filter: request.filter };
     const whole: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.endMicros - request.window.startMicros };
     const buckets: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.intervalMicros };
     const grouping = cellGrouping(request.group, declaredKey);
-    if (plan.cells && request.family === "trace" && unfiltered(request.filter) && grouping !== null && fromMicros < scope.toMicros) {
-      const states = await hourStates(db, request.runId, fromMicros, scope.toMicros, grouping, declaredKey);
+    // The run's metric names, and the hours' states when cells may serve the request: one round trip.
+    const statesQuery = request.family === "trace" && unfiltered(request.filter) && grouping !== null && fromMicros < scope.toMicros
+      ? hourStatesQuery(db, request.runId, fromMicros, scope.toMicros, grouping, declaredKey)
+      : null;
+    const [names, ...stateResults] = await db.batch<{ column_id: string }>([runMetricNames(db, request.runId, request.family), ...(statesQuery?.statements ?? [])]);
+    const plan = planFor(new Set(names!.results.map((row) => row.column_id.slice("metrics/".length))));
+    if (plan.cells && statesQuery && grouping !== null) {
+      const states = statesQuery.read(stateResults);
       const unusable = states?.unusable;
       const coverage = unusable && cellCoverage(fromMicros, scope.toMicros, buckets, unusable);
       // Cells only when some served hour has them: else the scan answers, with exact percentiles.
@@ -163,9 +166,9 @@ async function cellAggregation(
   const wholeCoverage = cellCoverage(scope.fromMicros, scope.toMicros, whole, unusable);
   const wholeScope: AggregateScope = { ...scope, ranges: wholeCoverage.ranges };
   const bucketScope: AggregateScope = { ...scope, ranges: coverage.ranges };
-  const groups = await rankGroups(request.group, () => prepared(db, topGroupsFromCells(wholeScope, request.group, request.runId, grouping, wholeCoverage.hours)));
-  const wholeStatements = cellStatements(wholeScope, whole, { kind: "none" }, null, values, plan, request.runId, "", wholeCoverage.hours);
-  const bucketStatements = cellStatements(bucketScope, buckets, request.group, groups.top, values, plan, request.runId, grouping, coverage.hours);
+  const groups = await rankGroups(request.group, () => prepared(db, topGroupsFromCells(wholeScope, request.group, request.runId, grouping, wholeCoverage)));
+  const wholeStatements = cellStatements(wholeScope, whole, { kind: "none" }, null, values, plan, request.runId, "", wholeCoverage);
+  const bucketStatements = cellStatements(bucketScope, buckets, request.group, groups.top, values, plan, request.runId, grouping, coverage);
   const statements = [...wholeStatements.statements, ...bucketStatements.statements];
   const results = await db.batch(statements.map((s) => prepared(db, s)));
   const split = wholeStatements.statements.length;
