@@ -21,7 +21,7 @@ import { MAX_JSON_DEPTH } from "../http/bounded-body";
 import { nestsDeeperThan } from "../http/json-shape";
 import { microsToIso } from "../db/client";
 import type { SearchQuery } from "../search/search-query";
-import { type ShapeOptions, type StoredRow, fullFieldsOf, jsonObject, metricInfoOf, metricsOf, readField, shapeRecord } from "../search/shape-record";
+import { EMPTY_FIELD_JSON, type ShapeOptions, type StoredRow, fullFieldsOf, jsonObject, metricInfoOf, metricsOf, readField, shapeRecord } from "../search/shape-record";
 import { redacted } from "./export-formats";
 
 const OPTIONS: ShapeOptions = { truncate: false };
@@ -66,16 +66,6 @@ function objectJson(text: unknown): string {
   return text === "{}" || text === null || text === undefined ? "{}" : JSON.stringify(jsonObject(text));
 }
 
-/** The fields shapeRecord always fills with an empty value (EMPTY_FIELDS there), as text. */
-const EMPTY_JSON = new Map([
-  ["annotations", "{}"],
-  ["annotation_aggregates", "{}"],
-  ["annotation_agreement", "{}"],
-  ["annotation_queue_ids", "[]"],
-  ["file_ids", "[]"],
-  ["file_modalities", "[]"],
-]);
-
 /** One field's JSON text (readField's value, written). */
 function fieldJson(field: string, row: StoredRow, kind: string): string {
   switch (field) {
@@ -103,7 +93,7 @@ function fieldJson(field: string, row: StoredRow, kind: string): string {
     case "is_complete":
       return row[field] === 1 ? "true" : "false";
     default:
-      return EMPTY_JSON.get(field) ?? JSON.stringify(row[field] ?? null);
+      return EMPTY_FIELD_JSON.get(field) ?? JSON.stringify(row[field] ?? null);
   }
 }
 

@@ -58,6 +58,9 @@ const EMPTY_FIELDS: Record<string, () => Json> = {
   file_modalities: () => [],
 };
 
+/** EMPTY_FIELDS' values as JSON text (the export writes records as text: export/record-json.ts). */
+export const EMPTY_FIELD_JSON: ReadonlyMap<string, string> = new Map(Object.entries(EMPTY_FIELDS).map(([field, empty]) => [field, JSON.stringify(empty())]));
+
 const FULL_FIELDS = new Map<string, readonly string[]>();
 
 export function fullFieldsOf(kind: string): readonly string[] {
