@@ -7,10 +7,12 @@
  * docs/deletion.md, "Running locally"). Deployed, a chunk is a network round trip to D1 anyway;
  * the pause costs about a millisecond per chunk.
  */
-export const yieldToEventLoop = () => new Promise<void>((resolve) => setTimeout(resolve, 1));
+export const yieldToEventLoop = () => pauseFor(1);
 
 /**
- * Pauses `ms` (at least the 1 ms of yieldToEventLoop): paced work (a queue add) leaves the
- * database, and locally the runtime, to other requests for as long as its last chunk held them.
+ * Pauses `ms` (at least 1 ms, as yieldToEventLoop): paced work (a queue add) leaves the database,
+ * and locally the runtime, to other requests for as long as its last chunk held them.
  */
-export const pauseFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, ms)));
+export function pauseFor(ms: number): Promise<void> {
+  return new Promise<void>((resolve) => setTimeout(resolve, Math.max(1, ms)));
+}
