@@ -14,6 +14,7 @@ import { compileFilter } from "../search/compile-filter-tree";
 import type { FilterNode } from "../search/search-query";
 import { familyKeyOf, r } from "../search/search-tables";
 import { SqlParamPack } from "../search/sql-param-pack";
+import { nearestRank, nearestRankSql } from "./nearest-rank";
 
 /** How records are grouped: by a column of theirs, by each of their tags, or by one metadata value. */
 export type GroupSpec =
@@ -139,7 +140,7 @@ export function aggregateStatement(scope: AggregateScope, bucketing: Bucketing, 
 /** Nearest-rank percentiles (integers 1..99) of one value, per (bucket, group): the rows at rank ceil(p x n / 100). */
 export function percentileStatement(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, top: readonly string[] | null, value: ValueExpression, percentiles: readonly number[]): Statement {
   const pack = new SqlParamPack();
-  const ranks = percentiles.map((p) => sql.raw(`"rn" = (${Math.round(p)} * "cnt" + 99) / 100`));
+  const ranks = percentiles.map((p) => sql.raw(`"rn" = ${nearestRankSql(p, '"cnt"')}`));
   return toStatement(
     sql`SELECT "b", "g", "v0" AS "v", "rn", "cnt" FROM (
         SELECT "b", "g", "v0", row_number() OVER (PARTITION BY "b", "g" ORDER BY "v0") AS "rn", count(*) OVER (PARTITION BY "b", "g") AS "cnt"
@@ -184,7 +185,7 @@ export function readPercentiles(cells: Map<string, CellStats>, rows: { b: number
     const cell = cells.get(cellKey(row.b, row.g));
     if (!cell) continue;
     for (const p of percentiles) {
-      if (row.rn === Math.floor((Math.round(p) * row.cnt + 99) / 100)) cell.percentiles[index]!.set(p, Number(row.v));
+      if (row.rn === nearestRank(p, row.cnt)) cell.percentiles[index]!.set(p, Number(row.v));
     }
   }
 }

@@ -16,6 +16,8 @@
  * still marked (preaggregated-read.ts).
  */
 
+import { nearestRankSql } from "./nearest-rank";
+
 export const HOUR_MICROS = 3_600_000_000;
 export const HOURS_A_DAY = 24;
 
@@ -107,7 +109,7 @@ const DAY_HOURS = `x.run_id = d.run_id AND x.grouping IN ${GROUPINGS_SQL} AND x.
 function cellAnswers(cells: string, sessions: string, bins: string, where: string): string {
   const same = (x: string) => `${x}.run_id = c.run_id AND ${x}.grouping = c.grouping AND ${x}.hour = c.hour AND ${x}.group_value = c.group_value`;
   const rankBin = (p: number) => `(SELECT k.bin FROM (SELECT x.bin, sum(x.n) OVER (ORDER BY x.bin) AS cum, sum(x.n) OVER () AS tot FROM ${bins} AS x WHERE ${same("x")}) AS k
-    WHERE k.cum >= (${p} * k.tot + 99) / 100 ORDER BY k.bin LIMIT 1)`;
+    WHERE k.cum >= ${nearestRankSql(p, "k.tot")} ORDER BY k.bin LIMIT 1)`;
   return `UPDATE ${cells} AS c SET sessions = (SELECT count(*) FROM ${sessions} AS s WHERE ${same("s")}),
     ${CELL_PERCENTILES.map((p) => `p${p}_bin = ${rankBin(p)}`).join(", ")}
   WHERE ${where}`;

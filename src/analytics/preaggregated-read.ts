@@ -27,6 +27,7 @@ import {
   type ValueExpression,
 } from "./aggregate-records";
 import { BACKFILLED, binOf, binValue, CELL_PERCENTILES, HOUR_MICROS, HOURS_A_DAY } from "./metric-cells";
+import { nearestRank, nearestRankSql } from "./nearest-rank";
 import { SqlParamPack } from "../search/sql-param-pack";
 
 /** What the pre-aggregates hold of a plan's values: the cell name of each, and which one is duration_ns. */
@@ -254,7 +255,7 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
   );
 
   pack = new SqlParamPack();
-  const ranks = plan.percentiles.map((p) => sql.raw(`("cum" - "n" < (${Math.round(p)} * "tot" + 99) / 100 AND "cum" >= (${Math.round(p)} * "tot" + 99) / 100)`));
+  const ranks = plan.percentiles.map((p) => sql.raw(`("cum" - "n" < ${nearestRankSql(p, '"tot"')} AND "cum" >= ${nearestRankSql(p, '"tot"')})`));
   const histogram = toStatement(
     sql`WITH "hist" AS (SELECT "b", "g", "bin", sum("n") AS "n" FROM (
           SELECT "b", "g", "bin", "n" FROM (${cells.rows(pack, "metric_cell_bins", `"x"."bin" AS "bin", "x"."n" AS "n"`, merged)})
@@ -311,7 +312,7 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
     for (const row of results[4]!.results as { b: number; g: string | null; bin: number; n: number; cum: number; tot: number }[]) {
       const cell = cellOf(row.b, row.g);
       for (const p of plan.percentiles) {
-        const rank = Math.floor((Math.round(p) * row.tot + 99) / 100);
+        const rank = nearestRank(p, row.tot);
         if (row.cum - row.n < rank && row.cum >= rank) cell.percentiles[plan.durationIndex]!.set(p, percentileOf(cell, row.bin));
       }
     }
