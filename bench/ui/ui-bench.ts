@@ -16,7 +16,8 @@ import os from "node:os";
 import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
 import { ms, percentile, ratio } from "../lib/stats";
 import { type TableRenders, measureTableRenders, PAGE_ROWS } from "./table-renders";
-import { RENDER_TRACES, withUiService } from "./ui-service";
+import { RENDER_TRACES } from "../../test/node/render-timing-traces";
+import { withUiService } from "./ui-service";
 
 export interface UiBenchOptions {
   quick: boolean;

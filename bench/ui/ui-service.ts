@@ -15,30 +15,13 @@ import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
 import { type DevServer, withDevServer } from "../lib/wrangler-dev";
 import { BENCH_VARS } from "../search/search-bench";
 import { copyMigratedState } from "./migrated-state";
+import { RENDER_TRACES, renderTimingTraces } from "../../test/node/render-timing-traces";
 
 export interface UiService {
   server: DevServer;
   demo: DemoCredentials;
   /** The run holding RENDER_TRACES traces, the page's table shows the first 100 of them. */
   runId: string;
-}
-
-/** Traces in the measured run: more than a page of 100, as in the browser test. */
-export const RENDER_TRACES = 120;
-
-/**
- * The browser test's traces (test/node/ui-browser.test.ts, "renders a 100-row table"): text a
- * cell cuts short, tags, metadata and three metrics, so the table has the columns a user sees.
- */
-export function renderTimingTraces(count = RENDER_TRACES) {
-  return Array.from({ length: count }, (_, i) => ({
-    name: `request ${i}`,
-    input: `Question number ${i}: ${"how do I configure the retention of my traces? ".repeat(3)}`,
-    output: `Answer ${i}: ${"set the retention in the project settings. ".repeat(3)}`,
-    tags: ["load", `bucket-${i % 7}`],
-    user_metadata: { customer: `c-${i % 13}` },
-    metrics: { duration_ns: 1_000_000 * (i + 1), toxicity: (i % 10) / 10, cost: 0.0001 * i },
-  }));
 }
 
 async function post<T>(service: { baseUrl: string; apiKey: string }, route: string, body: unknown): Promise<T> {

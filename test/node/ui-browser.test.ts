@@ -14,6 +14,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
+import { renderTimingTraces } from "./render-timing-traces";
 
 const ARTIFACTS = resolve(import.meta.dirname, ".artifacts");
 const VIEWPORT = { width: 1280, height: 800 };
@@ -482,14 +483,7 @@ describe("trace explorer", () => {
 
   it("renders a 100-row table once per answer and measures it (records-table-render)", async () => {
     const run = await api("POST", `/v2/projects/${server.demo.project_id}/log_streams`, { name: "render-timing" });
-    const traces = Array.from({ length: 120 }, (_, i) => ({
-      name: `request ${i}`,
-      input: `Question number ${i}: ${"how do I configure the retention of my traces? ".repeat(3)}`,
-      output: `Answer ${i}: ${"set the retention in the project settings. ".repeat(3)}`,
-      tags: ["load", `bucket-${i % 7}`],
-      user_metadata: { customer: `c-${i % 13}` },
-      metrics: { duration_ns: 1_000_000 * (i + 1), toxicity: (i % 10) / 10, cost: 0.0001 * i },
-    }));
+    const traces = renderTimingTraces();
     const longId = crypto.randomUUID();
     const longInput = `${"A long prompt that goes on. ".repeat(120)}THE END`;
     traces.push({ ...traces[0]!, id: longId, name: "long input", input: longInput } as (typeof traces)[number]);
