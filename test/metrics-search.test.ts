@@ -49,6 +49,21 @@ describe("metrics/search", () => {
     expect(answer.body.bucketed_metrics.total_cost.map((b: { value: unknown }) => b.value)).toEqual([2.5, null, null]);
   });
 
+  it("gzips a long answer for a client that accepts it, and only for such a client", async () => {
+    // 1-minute buckets over 12 hours: 720 buckets, an answer of several hundred KB.
+    const body = { start_time: "2026-10-01T00:00:00Z", end_time: "2026-10-01T12:00:00Z", interval: 1 };
+    const plain = await search(body);
+    expect(plain.status).toBe(200);
+    expect(plain.headers.get("Content-Encoding")).toBeNull();
+    const gzipped = await call(`/v2/projects/${projectId}/metrics/search`, { as: tenant, headers: { "Accept-Encoding": "gzip" }, body: { log_stream_id: stream, ...body } });
+    expect(gzipped.headers.get("Content-Encoding")).toBe("gzip");
+    expect(gzipped.body).toEqual(plain.body);
+    expect(plain.body.bucketed_metrics.trace_count).toHaveLength(720);
+    // A short answer goes out as it is.
+    const short = await call(`/v2/projects/${projectId}/metrics/search`, { as: tenant, headers: { "Accept-Encoding": "gzip" }, body: { log_stream_id: stream, start_time: "2026-10-01T00:00:00Z", end_time: "2026-10-01T00:25:00Z", interval: 10 } });
+    expect(short.headers.get("Content-Encoding")).toBeNull();
+  });
+
   it("groups by name: one property per group in each bucket", async () => {
     const answer = await search({ start_time: "2026-10-01T00:00:00Z", end_time: "2026-10-01T00:20:00Z", interval: 10, group_by: "name" });
     expect(answer.body.group_by_columns).toEqual(["a", "b"]);

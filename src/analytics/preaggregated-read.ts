@@ -106,18 +106,22 @@ export interface HourStates {
 export function hourStatesQuery(db: D1Database, runId: string, fromMicros: number, toMicros: number, grouping: string, metadataKey: string | null) {
   const first = Math.floor(fromMicros / HOUR_MICROS);
   const last = Math.floor(toMicros / HOUR_MICROS);
+  // Each list as one JSON text: 720 hours are one short row, not 720 (D1 hands over rows slowly).
   const statements = [
     db.prepare(BACKFILLED),
-    db.prepare("SELECT hour FROM metric_dirty_hours WHERE run_id = ?1 AND hour >= ?2 AND hour <= ?3").bind(runId, first, last),
-    db.prepare("SELECT hour, metadata_key FROM metric_cells WHERE run_id = ?1 AND grouping = '' AND hour >= ?2 AND hour <= ?3").bind(runId, first, last),
+    db.prepare("SELECT json_group_array(hour) AS hours FROM metric_dirty_hours WHERE run_id = ?1 AND hour >= ?2 AND hour <= ?3").bind(runId, first, last),
+    db
+      .prepare("SELECT json_group_array(hour) AS hours, json_group_array(hour) FILTER (WHERE metadata_key IS NOT ?4) AS other_key FROM metric_cells WHERE run_id = ?1 AND grouping = '' AND hour >= ?2 AND hour <= ?3")
+      .bind(runId, first, last, metadataKey),
   ];
   const read = (results: D1Result[]): HourStates | null => {
-    const [backfill, dirty, computed] = results as D1Result<{ hour: number; metadata_key: string | null; done: number }>[];
+    const [backfill, dirty, computed] = results as D1Result<{ done: number; hours: string; other_key: string }>[];
     const progress = backfill!.results[0];
     if (progress !== undefined && progress.done !== 1) return null;
-    const unusable = new Set(dirty!.results.map((row) => row.hour));
-    if (grouping === "metadata") for (const row of computed!.results) if (row.metadata_key !== metadataKey) unusable.add(row.hour);
-    return { unusable, computed: new Set(computed!.results.map((row) => row.hour)) };
+    const hours = (result: D1Result<{ hours: string; other_key: string }> | undefined, column: "hours" | "other_key") => JSON.parse(result!.results[0]![column]) as number[];
+    const unusable = new Set(hours(dirty, "hours"));
+    if (grouping === "metadata") for (const hour of hours(computed, "other_key")) unusable.add(hour);
+    return { unusable, computed: new Set(hours(computed, "hours")) };
   };
   return { statements, read };
 }
@@ -145,15 +149,29 @@ class CellSource {
    * between them not read, so a table is read in key order once, never probed per hour.
    */
   rows(pack: SqlParamPack, table: string, columns: string, periods: readonly Periods[], names: readonly string[] | null = null): SQL {
-    const parts: SQL[] = [];
-    for (const part of periods) {
-      if (part.hours.length > 0) parts.push(this.range(pack, table, columns, part.hours, 1, names, part.notIn));
-      if (part.days.length > 0) parts.push(this.range(pack, table.replace("metric_", "metric_day_"), columns, part.days, HOURS_A_DAY, names, part.notIn));
-    }
-    return parts.length > 0 ? sql.join(parts, sql.raw(" UNION ALL ")) : this.range(pack, table, columns, [], 1, names);
+    return this.union(pack, table, periods, names, (b, g) => sql`SELECT ${b} AS "b", ${g} AS "g", ${sql.raw(columns)}`);
   }
 
-  private range(pack: SqlParamPack, table: string, columns: string, starts: readonly number[], step: number, names: readonly string[] | null, notIn?: readonly string[]): SQL {
+  /**
+   * The same rows as JSON arrays [b, g, ...elements], one text per table range (column "v"):
+   * aggregated in the Worker, not by a GROUP BY. A range is read in its key order without a sort,
+   * and D1 hands over one long text much faster than thousands of short rows (at 1-hour buckets
+   * over 30 days, 720 cells and 8 values each: metric-cells.ts, docs/analytics.md).
+   */
+  jsonRows(pack: SqlParamPack, table: string, elements: string, periods: readonly Periods[], names: readonly string[] | null = null): SQL {
+    return this.union(pack, table, periods, names, (b, g) => sql`SELECT json_group_array(json_array(${b}, ${g}, ${sql.raw(elements)})) AS "v"`);
+  }
+
+  private union(pack: SqlParamPack, table: string, periods: readonly Periods[], names: readonly string[] | null, select: (b: SQL, g: SQL) => SQL): SQL {
+    const parts: SQL[] = [];
+    for (const part of periods) {
+      if (part.hours.length > 0) parts.push(this.range(pack, table, select, part.hours, 1, names, part.notIn));
+      if (part.days.length > 0) parts.push(this.range(pack, table.replace("metric_", "metric_day_"), select, part.days, HOURS_A_DAY, names, part.notIn));
+    }
+    return parts.length > 0 ? sql.join(parts, sql.raw(" UNION ALL ")) : this.range(pack, table, select, [], 1, names);
+  }
+
+  private range(pack: SqlParamPack, table: string, select: (b: SQL, g: SQL) => SQL, starts: readonly number[], step: number, names: readonly string[] | null, notIn?: readonly string[]): SQL {
     const first = starts[0] ?? 0;
     const last = starts[starts.length - 1] ?? -1;
     const served = new Set(starts);
@@ -161,9 +179,10 @@ class CellSource {
     for (let hour = first; hour <= last; hour += step) if (!served.has(hour)) skipped.push(String(hour));
     const raw = sql.raw(`"x"."group_value"`);
     const g = this.grouping === "" ? sql.raw("NULL") : this.top === null ? raw : sql`CASE WHEN ${raw} IN (SELECT value FROM json_each(${pack.list(this.top)})) THEN ${raw} ELSE ${pack.value(OTHER_GROUP)} END`;
+    const b = sql`("x"."hour" * ${sql.raw(String(HOUR_MICROS))} - ${pack.value(this.bucketing.startMicros)}) / ${pack.value(this.bucketing.intervalMicros)}`;
     const named = names === null ? sql.raw("") : sql` AND "x"."name" IN (SELECT value FROM json_each(${pack.list(names)}))`;
     const others = notIn === undefined ? sql.raw("") : sql` AND "x"."group_value" NOT IN (SELECT value FROM json_each(${pack.list(notIn)}))`;
-    return sql`SELECT ("x"."hour" * ${sql.raw(String(HOUR_MICROS))} - ${pack.value(this.bucketing.startMicros)}) / ${pack.value(this.bucketing.intervalMicros)} AS "b", ${g} AS "g", ${sql.raw(columns)}
+    return sql`${select(b, g)}
       FROM ${sql.raw(`"${table}"`)} AS "x"
       WHERE "x"."run_id" = ${pack.value(this.runId)} AND "x"."grouping" = ${pack.value(this.grouping)}${named}${others}
         AND "x"."hour" >= ${pack.value(first)} AND "x"."hour" <= ${pack.value(last)} AND CAST("x"."hour" AS TEXT) NOT IN (SELECT value FROM json_each(${pack.list(skipped)}))`;
@@ -213,37 +232,32 @@ export interface CellStatements {
   read: (results: D1Result[]) => Map<string, CellStats>;
 }
 
+/** A cell's figures as jsonRows hands them over: [b, g, traces, sessions, ...percentile bins]. */
+type CountEntry = [number, string | null, number, number | null, ...(number | null)[]];
+/** A cell's value as jsonRows hands it over: [b, g, name, n, total, lo, hi, trues]. */
+type ValueEntry = [number, string | null, string, number, number | null, number | null, number | null, number];
+
+/** The entries of jsonRows' texts (one row per table range read). */
+const entriesOf = <T>(result: D1Result | undefined): T[] => (result?.results as { v: string }[]).flatMap((row) => JSON.parse(row.v) as T[]);
+
 /**
- * The statements of one bucketing: the scanned part's aggregates; the cells' counts (with each
- * cell's own distinct sessions and percentile bins, the answer of a bucket that is one cell) and
- * values; distinct sessions and the duration histogram of the buckets merged from several cells
- * or cells and scanned records.
+ * The statements of one bucketing: the scanned part's aggregates (only when some of the window
+ * is scanned); the cells' counts (with each cell's own distinct sessions and percentile bins, the
+ * answer of a bucket that is one cell) and values; distinct sessions and the duration histogram
+ * of the buckets merged from several cells or cells and scanned records.
  */
 export function cellStatements(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, top: readonly string[] | null, values: ValueExpression[], plan: CellPlan, runId: string, grouping: string, coverage: CellCoverage): CellStatements {
   const cells = new CellSource(runId, grouping, bucketing, top);
   const every = allPeriods(coverage);
   const { single, merged } = splitBySingleCell(coverage, bucketing, top);
-  const scanned = aggregateStatement(scope, bucketing, group, top, values);
-  const stored = CELL_PERCENTILES.map((p) => `min("p${p}") AS "p${p}"`).join(", ");
+  // Nothing scanned: no statement for it (the sessions and histogram statements' scanned arm reads no row either).
+  const scanned = coverage.ranges.length > 0 ? [aggregateStatement(scope, bucketing, group, top, values)] : [];
 
   let pack = new SqlParamPack();
-  const counts = toStatement(
-    sql`SELECT "b", "g", sum("n") AS "records", count(*) AS "cells", sum("sessions") AS "sessions", ${sql.raw(stored)}
-      FROM (${cells.rows(pack, "metric_cells", `"x"."traces" AS "n", "x"."sessions" AS "sessions", ${CELL_PERCENTILES.map((p) => `"x"."p${p}_bin" AS "p${p}"`).join(", ")}`, every)}) GROUP BY "b", "g"`,
-    pack,
-  );
+  const counts = toStatement(cells.jsonRows(pack, "metric_cells", `"x"."traces", "x"."sessions", ${CELL_PERCENTILES.map((p) => `"x"."p${p}_bin"`).join(", ")}`, every), pack);
 
   pack = new SqlParamPack();
-  const valueRows = toStatement(
-    // One row per bucket and group, its values as one JSON text: D1 hands over a few long rows
-    // faster than one short row per value (720 buckets x ~10 values at 1-hour buckets).
-    sql`SELECT "b", "g", json_group_array(json_array("name", "n", "s", "lo", "hi", "t")) AS "v" FROM (
-        SELECT "b", "g", "name", sum("n") AS "n", sum("total") AS "s", min("lo") AS "lo", max("hi") AS "hi", sum("trues") AS "t"
-        FROM (${cells.rows(pack, "metric_cell_values", `"x"."name" AS "name", "x"."n" AS "n", "x"."total" AS "total", "x"."lo" AS "lo", "x"."hi" AS "hi", "x"."trues" AS "trues"`, every, plan.names)})
-        GROUP BY "b", "g", "name")
-      GROUP BY "b", "g"`,
-    pack,
-  );
+  const valueRows = toStatement(cells.jsonRows(pack, "metric_cell_values", `"x"."name", "x"."n", "x"."total", "x"."lo", "x"."hi", "x"."trues"`, every, plan.names), pack);
 
   pack = new SqlParamPack();
   const sessions = toStatement(
@@ -267,7 +281,8 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
   );
 
   const read = (results: D1Result[]): Map<string, CellStats> => {
-    const merged = readAggregates(results[0]!.results as never[], values.length);
+    const [countRows, valueTexts, sessionRows, histogramRows] = results.slice(scanned.length);
+    const merged = scanned.length > 0 ? readAggregates(results[0]!.results as never[], values.length) : new Map<string, CellStats>();
     const cellOf = (b: number, g: string | null): CellStats => {
       const key = cellKey(b, g);
       let cell = merged.get(key);
@@ -282,34 +297,37 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       const duration = cell.values[plan.durationIndex]!;
       return Math.min(Math.max(binValue(bin), duration.min ?? -Infinity), duration.max ?? Infinity);
     };
-    type CountRow = { b: number; g: string | null; records: number; cells: number; sessions: number | null } & Record<string, number | string | null>;
-    const oneCell: CountRow[] = [];
-    for (const row of results[1]!.results as CountRow[]) {
-      cellOf(row.b, row.g).records += row.records;
-      if (single.has(row.b) && row.cells === 1 && (top === null || row.g !== OTHER_GROUP)) oneCell.push(row);
+    // Cells per bucket and group: a bucket of one cell (and nothing scanned) takes that cell's own sessions and bins.
+    const cellsIn = new Map<string, CountEntry[]>();
+    for (const entry of entriesOf<CountEntry>(countRows)) {
+      const [b, g, traces] = entry;
+      cellOf(b, g).records += traces;
+      const key = cellKey(b, g);
+      const list = cellsIn.get(key);
+      if (list) list.push(entry);
+      else cellsIn.set(key, [entry]);
     }
     const indexOf = new Map(plan.names.map((name, i) => [name, i]));
-    for (const row of results[2]!.results as { b: number; g: string | null; v: string }[]) {
-      const cell = cellOf(row.b, row.g);
-      for (const [name, n, s, lo, hi, t] of JSON.parse(row.v) as [string, number, number | null, number | null, number | null, number][]) {
-        const stats = cell.values[indexOf.get(name)!]!;
-        stats.count += n;
-        stats.trues += t;
-        if (s !== null) stats.sum = (stats.sum ?? 0) + s;
-        if (lo !== null) stats.min = stats.min === null ? lo : Math.min(stats.min, lo);
-        if (hi !== null) stats.max = stats.max === null ? hi : Math.max(stats.max, hi);
-      }
+    for (const [b, g, name, n, s, lo, hi, t] of entriesOf<ValueEntry>(valueTexts)) {
+      const stats = cellOf(b, g).values[indexOf.get(name)!]!;
+      stats.count += n;
+      stats.trues += t;
+      if (s !== null) stats.sum = (stats.sum ?? 0) + s;
+      if (lo !== null) stats.min = stats.min === null ? lo : Math.min(stats.min, lo);
+      if (hi !== null) stats.max = stats.max === null ? hi : Math.max(stats.max, hi);
     }
-    for (const row of oneCell) {
-      const cell = cellOf(row.b, row.g);
-      cell.sessions = row.sessions ?? 0;
-      for (const p of plan.percentiles) {
-        const bin = row[`p${p}`];
+    for (const list of cellsIn.values()) {
+      const [b, g, , sessions, ...bins] = list[0]!;
+      if (list.length !== 1 || !single.has(b) || (top !== null && g === OTHER_GROUP)) continue;
+      const cell = cellOf(b, g);
+      cell.sessions = sessions ?? 0;
+      plan.percentiles.forEach((p) => {
+        const bin = bins[CELL_PERCENTILES.indexOf(p as (typeof CELL_PERCENTILES)[number])];
         if (typeof bin === "number") cell.percentiles[plan.durationIndex]!.set(p, percentileOf(cell, bin));
-      }
+      });
     }
-    for (const row of results[3]!.results as { b: number; g: string | null; sessions: number }[]) cellOf(row.b, row.g).sessions = row.sessions;
-    for (const row of results[4]!.results as { b: number; g: string | null; bin: number; n: number; cum: number; tot: number }[]) {
+    for (const row of sessionRows!.results as { b: number; g: string | null; sessions: number }[]) cellOf(row.b, row.g).sessions = row.sessions;
+    for (const row of histogramRows!.results as { b: number; g: string | null; bin: number; n: number; cum: number; tot: number }[]) {
       const cell = cellOf(row.b, row.g);
       for (const p of plan.percentiles) {
         const rank = nearestRank(p, row.tot);
@@ -318,5 +336,5 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
     }
     return merged;
   };
-  return { statements: [scanned, counts, valueRows, sessions, histogram], read };
+  return { statements: [...scanned, counts, valueRows, sessions, histogram], read };
 }
