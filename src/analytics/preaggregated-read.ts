@@ -188,7 +188,12 @@ class CellSource {
     const skipped: string[] = [];
     for (let hour = first; hour <= last; hour += step) if (!served.has(hour)) skipped.push(String(hour));
     const raw = sql.raw(`"x"."group_value"`);
-    const g = this.grouping === "" ? sql.raw("NULL") : this.top === null ? raw : sql`CASE WHEN ${raw} IN (SELECT value FROM json_each(${pack.list(this.top)})) THEN ${raw} ELSE ${pack.value(OTHER_GROUP)} END`;
+    // The rows of "other" alone (notIn: the shown groups) are all "other": no test per row.
+    const g =
+      this.grouping === "" ? sql.raw("NULL")
+      : this.top === null ? raw
+      : notIn !== undefined ? pack.value(OTHER_GROUP)
+      : sql`CASE WHEN ${raw} IN (SELECT value FROM json_each(${pack.list(this.top)})) THEN ${raw} ELSE ${pack.value(OTHER_GROUP)} END`;
     const b = sql`("x"."hour" * ${sql.raw(String(HOUR_MICROS))} - ${pack.value(this.bucketing.startMicros)}) / ${pack.value(this.bucketing.intervalMicros)}`;
     const named = names === null ? sql.raw("") : sql` AND "x"."name" IN (SELECT value FROM json_each(${pack.list(names)}))`;
     const others = notIn === undefined ? sql.raw("") : sql` AND "x"."group_value" NOT IN (SELECT value FROM json_each(${pack.list(notIn)}))`;
