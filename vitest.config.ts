@@ -8,6 +8,20 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   Queues (the same migrations folder that `wrangler d1 migrations apply` uses).
  * - `node`: test/node, plain Node processes that start the real service (`wrangler dev`), the
  *   admin command line or the `galileo` SDK, as a user would.
+ *
+ * How long `npm test` takes (the developers' guide: under 12 minutes on a clean clone of a 2-core
+ * machine) is decided here and in test/node/migrated-state.ts:
+ * - Two test files run at a time (`maxWorkers: 2`; Vitest's default on 2 cores is one). Both
+ *   projects are one group (same `sequence.groupOrder`), so the node files, which spend most of
+ *   their time waiting on the processes they start, run first (Vitest orders projects by name),
+ *   side by side, and the workers files fill the other place as soon as one is free. Each workers
+ *   file has its own workerd and each node file its own ports (the kernel's free ones), temporary
+ *   state directories and Chromium, so files never share state.
+ * - The node files' servers start from a copy of databases migrated once per set of migrations
+ *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
+ *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
+ * - The node project's timeouts only catch a hang: its hooks start servers and Chromium, and a
+ *   test may run dozens of command line processes, on a machine busy with the other file.
  */
 export default defineConfig(async () => {
   // wrangler.toml's [assets] directory must exist before the workers pool reads the config, and
@@ -17,6 +31,7 @@ export default defineConfig(async () => {
   const shardMigrations = await readD1Migrations("migrations/shard");
   return {
     test: {
+      maxWorkers: 2,
       projects: [
         {
           plugins: [
@@ -66,8 +81,8 @@ export default defineConfig(async () => {
             name: "node",
             environment: "node",
             include: ["test/node/**/*.test.ts"],
-            testTimeout: 180_000,
-            hookTimeout: 180_000,
+            testTimeout: 360_000,
+            hookTimeout: 600_000,
           },
         },
       ],
