@@ -20,8 +20,9 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * - The node files' servers start from a copy of databases migrated once per set of migrations
  *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
  *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
- * - The node project's timeouts only catch a hang: its hooks start servers and Chromium, and a
- *   test may run dozens of command line processes, on a machine busy with the other file.
+ * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
+ *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
+ *   test may run dozens of command line processes.
  */
 export default defineConfig(async () => {
   // wrangler.toml's [assets] directory must exist before the workers pool reads the config, and
@@ -74,6 +75,11 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/node/**"],
             setupFiles: ["./test/support/apply-migrations.ts"],
+            // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
+            // machine a test of a few seconds took over 5 (test/search-operators.test.ts). Tests
+            // that measure time assert it themselves.
+            testTimeout: 20_000,
+            hookTimeout: 30_000,
           },
         },
         {
