@@ -20,6 +20,11 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * - The node files' servers start from a copy of databases migrated once per set of migrations
  *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
  *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
+ * - Measured on the shared 2-core machine (load 4 to 8): the node project went from 1,300 s and
+ *   1,161 CPU s, one file at a time, to about 600 s beside its own second file (726 CPU s without
+ *   the template's one build, about 65 more with it); its longest file, admin-cli (about 45 command
+ *   line processes of 4 to 5 CPU s each), is what bounds it now. The workers project's files each
+ *   apply the migrations in a setup file too (setup: about 6 s a file).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
  *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
  *   test may run dozens of command line processes.
