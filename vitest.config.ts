@@ -8,6 +8,26 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   Queues (the same migrations folder that `wrangler d1 migrations apply` uses).
  * - `node`: test/node, plain Node processes that start the real service (`wrangler dev`), the
  *   admin command line or the `galileo` SDK, as a user would.
+ *
+ * How long `npm test` takes (the developers' guide: under 12 minutes on a clean clone of a 2-core
+ * machine) is decided here and in test/node/migrated-state.ts:
+ * - Two test files run at a time (`maxWorkers: 2`; Vitest's default on 2 cores is one). Both
+ *   projects are one group (same `sequence.groupOrder`), so the node files, which spend most of
+ *   their time waiting on the processes they start, run first (Vitest orders projects by name),
+ *   side by side, and the workers files fill the other place as soon as one is free. Each workers
+ *   file has its own workerd and each node file its own ports (the kernel's free ones), temporary
+ *   state directories and Chromium, so files never share state.
+ * - The node files' servers start from a copy of databases migrated once per set of migrations
+ *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
+ *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
+ * - Measured on the shared 2-core machine (load 4 to 8): the node project went from 1,300 s and
+ *   1,161 CPU s, one file at a time, to about 600 s beside its own second file (726 CPU s without
+ *   the template's one build, about 65 more with it); its longest file, admin-cli (about 45 command
+ *   line processes of 4 to 5 CPU s each), is what bounds it now. The workers project's files each
+ *   apply the migrations in a setup file too (setup: about 6 s a file).
+ * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
+ *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
+ *   test may run dozens of command line processes.
  */
 export default defineConfig(async () => {
   // wrangler.toml's [assets] directory must exist before the workers pool reads the config, and
@@ -17,6 +37,7 @@ export default defineConfig(async () => {
   const shardMigrations = await readD1Migrations("migrations/shard");
   return {
     test: {
+      maxWorkers: 2,
       projects: [
         {
           plugins: [
@@ -59,6 +80,11 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/node/**"],
             setupFiles: ["./test/support/apply-migrations.ts"],
+            // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
+            // machine a test of a few seconds took over 5 (test/search-operators.test.ts). Tests
+            // that measure time assert it themselves.
+            testTimeout: 20_000,
+            hookTimeout: 30_000,
           },
         },
         {
@@ -66,8 +92,8 @@ export default defineConfig(async () => {
             name: "node",
             environment: "node",
             include: ["test/node/**/*.test.ts"],
-            testTimeout: 180_000,
-            hookTimeout: 180_000,
+            testTimeout: 360_000,
+            hookTimeout: 600_000,
           },
         },
       ],

@@ -19,10 +19,18 @@ export function devVarsFromExample(example: string, secret: string): string {
   return `${example.replace(/\n?$/, "\n")}${line}\n`;
 }
 
-/** Creates .dev.vars if it is missing; returns whether it did. An existing file is never touched. */
-export function ensureDevVars(): boolean {
-  if (existsSync(DEV_VARS)) return false;
-  const example = existsSync(DEV_VARS_EXAMPLE) ? readFileSync(DEV_VARS_EXAMPLE, "utf8") : "";
-  writeFileSync(DEV_VARS, devVarsFromExample(example, randomBytes(32).toString("base64url")), { mode: 0o600, flag: "wx" });
+/**
+ * Creates .dev.vars if it is missing; returns whether it did. An existing file is never touched,
+ * one created meanwhile by another `npm start` (the node tests start several at once) included.
+ */
+export function ensureDevVars(path = DEV_VARS, examplePath = DEV_VARS_EXAMPLE): boolean {
+  if (existsSync(path)) return false;
+  const example = existsSync(examplePath) ? readFileSync(examplePath, "utf8") : "";
+  try {
+    writeFileSync(path, devVarsFromExample(example, randomBytes(32).toString("base64url")), { mode: 0o600, flag: "wx" });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw error;
+  }
   return true;
 }

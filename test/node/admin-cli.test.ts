@@ -6,13 +6,12 @@
  * at once.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startDevServer, stopDevServer, waitUntilHealthy } from "../../scripts/lib/local-server";
-import { REPO_ROOT, applyMigrations, executeD1 } from "../../scripts/lib/wrangler";
+import { REPO_ROOT, executeD1 } from "../../scripts/lib/wrangler";
+import { migratedStateDir } from "./migrated-state";
 
 interface CliRun {
   code: number | null;
@@ -63,8 +62,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const UNKNOWN = "00000000-0000-4000-8000-000000000000";
 
 beforeAll(async () => {
-  persistTo = mkdtempSync(join(tmpdir(), "trace-store-admin-"));
-  await applyMigrations({ remote: false, persistTo });
+  persistTo = await migratedStateDir("trace-store-admin-");
 });
 
 afterAll(() => {
@@ -283,12 +281,17 @@ describe("admin command line", () => {
       expect((await fetch(`${baseUrl}/v2/projects/${project.id}/traces`, { method: "POST", headers, body: JSON.stringify({ log_stream_id: stream.id, traces: [{ name: "later" }] }) })).status).toBe(200);
       expect(await search()).toContain("later");
 
-      expectFailure(await admin("move-project", "--project", project.id, "--to", to, "--url", baseUrl), 1, new RegExp(`already on ${to}`));
-      expectFailure(await admin("move-project", "--project", project.id, "--to", "SHARD_7", "--url", baseUrl), 1, /unknown shard "SHARD_7"/);
-      expectFailure(await admin("move-project", "--project", UNKNOWN, "--to", from, "--url", baseUrl), 1, new RegExp(`project ${UNKNOWN} not found`));
-      expectFailure(await admin("move-project", "--project", project.id, "--to", "no such; shard"), 2, /--to must be a D1 binding name/);
-      expectFailure(await admin("move-project", "--to", from), 2, /--project is required/);
-      expectFailure(await admin("move-status", "--project", UNKNOWN), 1, /has never been moved/);
+      // Refusals only read the catalog (or nothing), so they run side by side, each its own command.
+      const refusals: [string[], number, RegExp][] = [
+        [["move-project", "--project", project.id, "--to", to, "--url", baseUrl], 1, new RegExp(`already on ${to}`)],
+        [["move-project", "--project", project.id, "--to", "SHARD_7", "--url", baseUrl], 1, /unknown shard "SHARD_7"/],
+        [["move-project", "--project", UNKNOWN, "--to", from, "--url", baseUrl], 1, new RegExp(`project ${UNKNOWN} not found`)],
+        [["move-project", "--project", project.id, "--to", "no such; shard"], 2, /--to must be a D1 binding name/],
+        [["move-project", "--to", from], 2, /--project is required/],
+        [["move-status", "--project", UNKNOWN], 1, /has never been moved/],
+      ];
+      const refused = await Promise.all(refusals.map(([args]) => admin(...args)));
+      refused.forEach((run, i) => expectFailure(run, refusals[i]![1], refusals[i]![2]));
     });
   });
 });

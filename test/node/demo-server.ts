@@ -3,13 +3,16 @@
  * `npm start` as a user runs it, for the browser tests: in a temporary state directory, on a free
  * loopback port, with the demo dataset it seeds. Resolves once the banner is printed, with the
  * credentials it saved; stop() ends it (SIGTERM, passed on to wrangler) and removes the directory.
+ * The directory starts with the migrated databases (test/node/migrated-state.ts), so npm start's
+ * own `wrangler d1 migrations apply` finds nothing to apply, as on a user's second start;
+ * test/node/start-demo.test.ts runs the first start, from an empty directory.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { freePort } from "../../scripts/lib/local-server";
 import type { DemoCredentials } from "../../scripts/lib/seed-demo";
+import { migratedStateDir } from "./migrated-state";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
@@ -21,7 +24,7 @@ export interface DemoServer {
 }
 
 export async function startDemoServer(timeoutMs = 600_000): Promise<DemoServer> {
-  const persistTo = mkdtempSync(join(tmpdir(), "trace-store-ui-"));
+  const persistTo = await migratedStateDir("trace-store-ui-");
   const port = await freePort();
   const child: ChildProcess = spawn(join(ROOT, "node_modules", ".bin", "tsx"), ["scripts/start.ts", "--persist-to", persistTo], {
     cwd: ROOT,

@@ -35,7 +35,8 @@ function byId<T extends { id: string }>(list: T[]): Map<string, T> {
   return new Map(list.map((r) => [r.id, r]));
 }
 
-async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+/** Polls until `done`; a probe of service.sql is a wrangler process per database, seconds each on a busy machine. */
+async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let value = await probe();
   while (!done(value)) {
@@ -263,8 +264,11 @@ describe("the galileo SDK against the real service", () => {
     });
     await Promise.all(workers.map((w) => w.logger.terminate()));
 
-    // terminate() gives up waiting after five seconds: poll until the last request has landed.
+    // terminate() gives up waiting after five seconds: poll until the last request has landed
+    // (requests of one logger may land in any order: on a busy machine a workflow's conclusion
+    // can come after its trace's).
     const traceIds = workers.map((w) => w.trace);
+    const concluded = new Set([...traceIds, ...workers.map((w) => w.workflow)]);
     const projectOf = `SELECT id FROM projects WHERE organization_id = ${lit(service.tenant.organizationId)} AND name = ${lit(STREAM_PROJECT)}`;
     const [projects, streams, records, held] = await until(
       "every streamed trace complete",
@@ -275,7 +279,10 @@ describe("the galileo SDK against the real service", () => {
            SELECT * FROM records WHERE trace_id IN (${traceIds.map(lit).join(", ")});
            SELECT record_id FROM record_patches WHERE record_id IN (${traceIds.map(lit).join(", ")})`,
         ),
-      ([, , found]) => found!.length === 12 && found!.filter((r) => r.record_type === "trace").every((r) => r.is_complete === 1),
+      ([, , found]) =>
+        found!.length === 12 &&
+        found!.filter((r) => r.record_type === "trace").every((r) => r.is_complete === 1) &&
+        found!.filter((r) => concluded.has(r.id)).every((r) => r.output !== null),
     );
     expect(projects).toHaveLength(1);
     const projectId = projects![0]!.id as string;

@@ -1,6 +1,7 @@
 /**
  * The real service for end-to-end tests of the `galileo` SDK: a fresh local D1 database in a
- * temporary directory (migrated with `wrangler d1 migrations apply`, as an operator would), an
+ * temporary directory (a copy of the migrations applied once per test run by `wrangler d1
+ * migrations apply`, as an operator applies them: test/node/migrated-state.ts), an
  * organization, user and API key created in it with the provisioning statements the admin
  * command line uses (rendered into one `wrangler d1 execute`: three `npm run admin` calls cost
  * about ten seconds more), and `wrangler dev` on a free loopback port with its own token secret.
@@ -8,13 +9,13 @@
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { createApiKey, createOrganization, createUser, renderSql } from "../../src/admin/provisioning";
-import { applyMigrations, d1Bindings } from "../../scripts/lib/wrangler";
+import { d1Bindings } from "../../scripts/lib/wrangler";
+import { migratedStateDir } from "./migrated-state";
 
 const execFileAsync = promisify(execFile);
 
@@ -76,10 +77,9 @@ async function waitUntilHealthy(origin: string, child: ChildProcess, output: () 
 }
 
 export async function startService(): Promise<RunningService> {
-  const persistDir = await mkdtemp(join(tmpdir(), "trace-store-sdk-"));
+  // Every database wrangler.toml declares, migrated: the catalog and the data shards.
+  const persistDir = await migratedStateDir("trace-store-sdk-");
   const d1 = ["DB", "--local", "--persist-to", persistDir];
-  // Every database wrangler.toml declares: the catalog and the data shards.
-  await applyMigrations({ remote: false, persistTo: persistDir });
 
   const unique = randomBytes(6).toString("hex");
   const organization = createOrganization(`sdk-e2e-${unique}`);

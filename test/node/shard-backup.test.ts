@@ -8,11 +8,11 @@
  * run families) are the source's.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, applyMigrations, executeD1 } from "../../scripts/lib/wrangler";
+import { REPO_ROOT, executeD1 } from "../../scripts/lib/wrangler";
+import { migratedStateDir } from "./migrated-state";
 
 let persistTo: string;
 const target = () => ({ remote: false as const, persistTo });
@@ -29,11 +29,8 @@ function admin(...args: string[]): Promise<{ code: number | null; stdout: string
   });
 }
 
-const rows = async (sql: string, binding: string) => (await executeD1(sql, target(), binding)).at(-1)!.results;
-
 beforeAll(async () => {
-  persistTo = mkdtempSync(join(tmpdir(), "trace-store-backup-"));
-  await applyMigrations(target());
+  persistTo = await migratedStateDir("trace-store-backup-");
   // A project's run and records on SHARD_0, as ingestion leaves them (run families and metric
   // rows by trigger), then indexed as the cron's catch-up indexes them.
   await executeD1(
@@ -65,18 +62,25 @@ describe("shard backups with the text index", () => {
     expect(imported.code, imported.stderr).toBe(0);
     expect(JSON.parse(imported.stdout)).toMatchObject({ shard: "SHARD_1", records: 300 });
 
-    const table = (sql: string) => Promise.all(["SHARD_0", "SHARD_1"].map((b) => rows(sql, b)));
-    const [sourceRecords, copiedRecords] = await table("SELECT rid, id, input, family_key FROM records ORDER BY rid");
+    // Both shards read with the same statements, one `wrangler d1 execute` per shard (each is a
+    // process of a few CPU seconds): one result set per statement.
+    const compared = [
+      "SELECT rid, id, input, family_key FROM records ORDER BY rid",
+      "SELECT * FROM record_metrics ORDER BY metric_key, value, record_id",
+      "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name",
+      `SELECT rowid AS rid FROM records_text WHERE records_text MATCH '"x12" AND "-qv"' ORDER BY rowid`,
+      "SELECT pending_through, indexed_through - (SELECT max(rid) FROM records) AS unindexed FROM records_text_backfill",
+    ].join(";\n");
+    const [source, copy] = await Promise.all(["SHARD_0", "SHARD_1"].map(async (b) => (await executeD1(compared, target(), b)).map((r) => r.results)));
+    const [sourceRecords, sourceMetrics, sourceTriggers, found0] = source!;
+    const [copiedRecords, copiedMetrics, copiedTriggers, found1, copiedBackfill] = copy!;
     expect(copiedRecords).toEqual(sourceRecords);
-    const [sourceMetrics, copiedMetrics] = await table("SELECT * FROM record_metrics ORDER BY metric_key, value, record_id");
     expect(copiedMetrics).toEqual(sourceMetrics);
-    const [sourceTriggers, copiedTriggers] = await table("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name");
     expect(copiedTriggers).toEqual(sourceTriggers);
     // The rebuilt index finds what the records hold, like the source's.
-    const [found0, found1] = await table(`SELECT rowid AS rid FROM records_text WHERE records_text MATCH '"x12" AND "-qv"' ORDER BY rowid`);
     expect(found1).toEqual(found0);
     expect(found1!.length).toBeGreaterThan(0);
-    expect(await rows("SELECT pending_through, indexed_through - (SELECT max(rid) FROM records) AS unindexed FROM records_text_backfill", "SHARD_1")).toEqual([{ pending_through: 0, unindexed: 0 }]);
+    expect(copiedBackfill).toEqual([{ pending_through: 0, unindexed: 0 }]);
 
     // Into a shard that already holds records: refused, nothing changed.
     const again = await admin("import-shard", "--shard", "SHARD_1", "--file", file);
