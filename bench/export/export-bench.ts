@@ -233,10 +233,11 @@ async function measureService(dataset: Dataset, repetitions: number): Promise<{ 
 }
 
 /**
- * GET a JSON answer over a connection of its own. After the client has read a whole streamed
- * export, the keep-alive connection fetch pools for the server was left unusable: the next fetch
- * on it waited until undici's headers timeout (300 s) and failed (`fetch failed`), although the
- * server answered at once on a new connection (curl: 1.3 MB in 0.04 s).
+ * GET a JSON answer over a connection of its own (node:http, no agent). After the client had read
+ * a whole streamed export, a fetch of the captured calls waited until undici's headers timeout
+ * (300 s) and failed, while curl on the same server answered in 0.04 s. On its own connection it
+ * usually answers at once, but it has still hung once (docs/benchmarks.md, "Export"): the cause is
+ * not found, and the 600 s timeout makes such a run fail visibly rather than wait.
  */
 async function freshGetJson<T>(url: string): Promise<T> {
   const text = await new Promise<string>((resolve, reject) => {
