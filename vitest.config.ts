@@ -11,17 +11,18 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *
  * How long `npm test` takes (the developers' guide: under 12 minutes on a clean clone of a 2-core
  * machine) is decided here and in test/node/migrated-state.ts:
- * - Two test files run at a time (`maxWorkers: 2`; Vitest's default on 2 cores is one). Both
- *   projects are one group (same `sequence.groupOrder`), so the node files, which spend most of
- *   their time waiting on the processes they start, run first (Vitest orders projects by name),
- *   side by side, and the workers files fill the other place as soon as one is free. Each workers
- *   file has its own workerd and each node file its own ports (the kernel's free ones), temporary
- *   state directories and Chromium, so files never share state.
+ * - The node files run first, one at a time (`sequence.groupOrder: 0`, `maxWorkers: 1`), then the
+ *   workers files two at a time (`groupOrder: 1`, `maxWorkers: 2`; Vitest's default on 2 cores is
+ *   one). Each workers file has its own workerd, so they never share state. Two node files side by
+ *   side were tried (about 16 min for the whole suite) and failed in a fresh clone: ui-browser's
+ *   `wrangler dev` went away mid-file (connection refused) while start-demo's `npm start`s ran,
+ *   and the helper who tried it saw wrangler's "restarted mid-request" 503 once; until that is
+ *   understood, the processes of one node file at a time.
  * - The node files' servers start from a copy of databases migrated once per set of migrations
  *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
  *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
  * - Measured on the shared 2-core machine (load 4 to 8): the node project went from 1,300 s and
- *   1,161 CPU s, one file at a time, to about 600 s beside its own second file (726 CPU s without
+ *   1,161 CPU s to about 600 s with two files at a time (726 CPU s without
  *   the template's one build, about 65 more with it); its longest file, admin-cli (about 45 command
  *   line processes of 4 to 5 CPU s each), is what bounds it now. The workers project's files each
  *   apply the migrations in a setup file too (setup: about 6 s a file).
@@ -37,7 +38,6 @@ export default defineConfig(async () => {
   const shardMigrations = await readD1Migrations("migrations/shard");
   return {
     test: {
-      maxWorkers: 2,
       projects: [
         {
           plugins: [
@@ -80,6 +80,8 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/node/**"],
             setupFiles: ["./test/support/apply-migrations.ts"],
+            maxWorkers: 2,
+            sequence: { groupOrder: 1 },
             // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
             // machine a test of a few seconds took over 5 (test/search-operators.test.ts). Tests
             // that measure time assert it themselves.
@@ -92,6 +94,8 @@ export default defineConfig(async () => {
             name: "node",
             environment: "node",
             include: ["test/node/**/*.test.ts"],
+            maxWorkers: 1,
+            sequence: { groupOrder: 0 },
             testTimeout: 360_000,
             hookTimeout: 600_000,
           },
