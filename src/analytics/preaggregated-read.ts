@@ -132,6 +132,11 @@ interface Periods {
   days: readonly number[];
   /** Only the groups not in this list (the cells of a bucket's "other"). */
   notIn?: readonly string[];
+  /**
+   * Those groups by name, when every group of the window is known and they are few: the cells
+   * are then read by their keys (hour, group) instead of every group's rows of the hour range.
+   */
+  only?: readonly string[];
 }
 
 /** The cell rows of the served hours and days, as (b: bucket, g: group) per bucketing and shown groups. */
@@ -175,13 +180,14 @@ class CellSource {
   private union(pack: SqlParamPack, table: string, periods: readonly Periods[], names: readonly string[] | null, select: (b: SQL, g: SQL) => SQL, suffix: SQL = sql.raw("")): SQL {
     const parts: SQL[] = [];
     for (const part of periods) {
-      if (part.hours.length > 0) parts.push(sql`${this.range(pack, table, select, part.hours, 1, names, part.notIn)}${suffix}`);
-      if (part.days.length > 0) parts.push(sql`${this.range(pack, table.replace("metric_", "metric_day_"), select, part.days, HOURS_A_DAY, names, part.notIn)}${suffix}`);
+      if (part.hours.length > 0) parts.push(sql`${this.range(pack, table, select, part.hours, 1, names, part)}${suffix}`);
+      if (part.days.length > 0) parts.push(sql`${this.range(pack, table.replace("metric_", "metric_day_"), select, part.days, HOURS_A_DAY, names, part)}${suffix}`);
     }
     return parts.length > 0 ? sql.join(parts, sql.raw(" UNION ALL ")) : sql`${this.range(pack, table, select, [], 1, names)}${suffix}`;
   }
 
-  private range(pack: SqlParamPack, table: string, select: (b: SQL, g: SQL) => SQL, starts: readonly number[], step: number, names: readonly string[] | null, notIn?: readonly string[]): SQL {
+  private range(pack: SqlParamPack, table: string, select: (b: SQL, g: SQL) => SQL, starts: readonly number[], step: number, names: readonly string[] | null, groups: Pick<Periods, "notIn" | "only"> = {}): SQL {
+    const { notIn, only } = groups;
     const first = starts[0] ?? 0;
     const last = starts[starts.length - 1] ?? -1;
     const served = new Set(starts);
@@ -196,6 +202,13 @@ class CellSource {
       : sql`CASE WHEN ${raw} IN (SELECT value FROM json_each(${pack.list(this.top)})) THEN ${raw} ELSE ${pack.value(OTHER_GROUP)} END`;
     const b = sql`("x"."hour" * ${sql.raw(String(HOUR_MICROS))} - ${pack.value(this.bucketing.startMicros)}) / ${pack.value(this.bucketing.intervalMicros)}`;
     const named = names === null ? sql.raw("") : sql` AND "x"."name" IN (SELECT value FROM json_each(${pack.list(names)}))`;
+    if (only !== undefined) {
+      // By key: each (period, group) of "other" is one seek of the primary key, in key order.
+      return sql`${select(b, g)}
+      FROM ${sql.raw(`"${table}"`)} AS "x"
+      WHERE "x"."run_id" = ${pack.value(this.runId)} AND "x"."grouping" = ${pack.value(this.grouping)}${named}
+        AND "x"."hour" IN (SELECT value FROM json_each(${pack.list(starts.map(String))})) AND "x"."group_value" IN (SELECT value FROM json_each(${pack.list(only)}))`;
+    }
     const others = notIn === undefined ? sql.raw("") : sql` AND "x"."group_value" NOT IN (SELECT value FROM json_each(${pack.list(notIn)}))`;
     return sql`${select(b, g)}
       FROM ${sql.raw(`"${table}"`)} AS "x"
@@ -212,7 +225,7 @@ const allPeriods = (coverage: CellCoverage): Periods[] => [{ hours: hourCellsOf(
  * sessions and percentile bins are the bucket's (for a shown group: "other" sums several). The
  * periods of every other bucket are merged from session ids and bins.
  */
-function splitBySingleCell(coverage: CellCoverage, bucketing: Bucketing, top: readonly string[] | null): { single: Set<number>; merged: Periods[] } {
+function splitBySingleCell(coverage: CellCoverage, bucketing: Bucketing, top: readonly string[] | null, others: readonly string[] | null): { single: Set<number>; merged: Periods[] } {
   const bucketOf = (micros: number) => Math.floor((micros - bucketing.startMicros) / bucketing.intervalMicros);
   const scanned = new Set<number>();
   for (const [from, to] of coverage.ranges) for (let b = bucketOf(from); b <= bucketOf(to - 1); b += 1) scanned.add(b);
@@ -223,12 +236,12 @@ function splitBySingleCell(coverage: CellCoverage, bucketing: Bucketing, top: re
   const isSingle = (period: { hour: number }) => single.has(bucketOf(period.hour * HOUR_MICROS));
   const pick = (day: boolean, inSingle: boolean) => periods.filter((period) => period.day === day && isSingle(period) === inSingle).map((period) => period.hour);
   const merged: Periods[] = [{ hours: pick(false, false), days: pick(true, false) }];
-  if (top !== null) merged.push({ hours: pick(false, true), days: pick(true, true), notIn: top });
+  if (top !== null) merged.push({ hours: pick(false, true), days: pick(true, true), notIn: top, ...(others !== null ? { only: others } : {}) });
   return { single, merged };
 }
 
-/** The groups with the most traces over the window, cells and scanned records together. */
-export function topGroupsFromCells(scope: AggregateScope, group: GroupSpec, runId: string, grouping: string, coverage: CellCoverage): Statement {
+/** The groups with the most traces over the window (at most `limit`), cells and scanned records together. */
+export function topGroupsFromCells(scope: AggregateScope, group: GroupSpec, runId: string, grouping: string, coverage: CellCoverage, limit: number): Statement {
   const pack = new SqlParamPack();
   const whole: Bucketing = { startMicros: scope.fromMicros, intervalMicros: Math.max(1, scope.toMicros - scope.fromMicros) };
   const cells = new CellSource(runId, grouping, whole, null);
@@ -236,9 +249,15 @@ export function topGroupsFromCells(scope: AggregateScope, group: GroupSpec, runI
     sql`SELECT "g", sum("n") AS "n" FROM (
         SELECT "g", "n" FROM (${cells.rows(pack, "metric_cells", `"x"."traces" AS "n"`, allPeriods(coverage))})
         UNION ALL SELECT "g", 1 FROM (${baseRows(scope, whole, group, null, [], pack)}))
-      GROUP BY "g" ORDER BY "n" DESC, "g" LIMIT ${sql.raw(String(TOP_GROUPS + 1))}`,
+      GROUP BY "g" ORDER BY "n" DESC, "g" LIMIT ${sql.raw(String(limit))}`,
     pack,
   );
+}
+
+/** The shown groups when "other" exists (null: ungrouped or no "other"), and the groups of "other" when all are known (else null). */
+export interface ShownGroups {
+  top: readonly string[] | null;
+  others: readonly string[] | null;
 }
 
 export interface CellStatements {
@@ -261,10 +280,11 @@ const entriesOf = <T>(result: D1Result | undefined): T[] => (result?.results as 
  * answer of a bucket that is one cell) and values; distinct sessions and the duration histogram
  * (ranked here, by nearest rank) of the buckets merged from several cells or cells and scanned records.
  */
-export function cellStatements(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, top: readonly string[] | null, values: ValueExpression[], plan: CellPlan, runId: string, grouping: string, coverage: CellCoverage): CellStatements {
+export function cellStatements(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, shown: ShownGroups, values: ValueExpression[], plan: CellPlan, runId: string, grouping: string, coverage: CellCoverage): CellStatements {
+  const { top } = shown;
   const cells = new CellSource(runId, grouping, bucketing, top);
   const every = allPeriods(coverage);
-  const { single, merged } = splitBySingleCell(coverage, bucketing, top);
+  const { single, merged } = splitBySingleCell(coverage, bucketing, top, shown.others);
   // Nothing scanned: no statement for it (the sessions and histogram statements' scanned arm reads no row either).
   const scanned = coverage.ranges.length > 0 ? [aggregateStatement(scope, bucketing, group, top, values)] : [];
 

@@ -121,7 +121,7 @@ export async function runAggregation(
     }
     return withinScanAdmission(c.env, organizationId, METRICS_COST, async () => {
       const values = plan.values(fromMicros);
-      const groups = await rankGroups(request.group, () => prepared(db, topGroupsStatement(scope, request.group)));
+      const groups = await rankGroups(request.group, () => prepared(db, topGroupsStatement(scope, request.group)), TOP_GROUPS + 1);
       const none: GroupSpec = { kind: "none" };
       const percentiled = [...plan.percentiles.entries()];
       const statements = [
@@ -142,12 +142,23 @@ export async function runAggregation(
   });
 }
 
-/** The groups to show (most records first, then "other" when there are more) and the named ones when "other" exists. */
-async function rankGroups(group: GroupSpec, statement: () => D1PreparedStatement): Promise<{ shown: string[]; top: string[] | null }> {
-  if (group.kind === "none") return { shown: [], top: null };
+/**
+ * "other"'s groups are read from the cells by their keys when there are at most this many (a
+ * declared key of 50 customers: 30); past it, by the hour ranges less the shown groups.
+ */
+const OTHERS_READ_BY_KEY = 200;
+
+/**
+ * The groups to show (most records first, then "other" when there are more), the named ones when
+ * "other" exists, and the groups under "other" when the statement (at most `limit` rows) listed
+ * them all.
+ */
+async function rankGroups(group: GroupSpec, statement: () => D1PreparedStatement, limit: number): Promise<{ shown: string[]; top: string[] | null; others: string[] | null }> {
+  if (group.kind === "none") return { shown: [], top: null, others: null };
   const ranked = (await statement().all<{ g: string; n: number }>()).results.map((row) => row.g);
   const shown = ranked.slice(0, TOP_GROUPS);
-  return ranked.length > TOP_GROUPS ? { shown: [...shown, OTHER_GROUP], top: shown } : { shown, top: null };
+  if (ranked.length <= TOP_GROUPS) return { shown, top: null, others: null };
+  return { shown: [...shown, OTHER_GROUP], top: shown, others: ranked.length < limit ? ranked.slice(TOP_GROUPS) : null };
 }
 
 /** The aggregation from the pre-aggregated cells of the served hours and a scan of the rest (preaggregated-read.ts). */
@@ -166,9 +177,10 @@ async function cellAggregation(
   const wholeCoverage = cellCoverage(scope.fromMicros, scope.toMicros, whole, unusable);
   const wholeScope: AggregateScope = { ...scope, ranges: wholeCoverage.ranges };
   const bucketScope: AggregateScope = { ...scope, ranges: coverage.ranges };
-  const groups = await rankGroups(request.group, () => prepared(db, topGroupsFromCells(wholeScope, request.group, request.runId, grouping, wholeCoverage)));
-  const wholeStatements = cellStatements(wholeScope, whole, { kind: "none" }, null, values, plan, request.runId, "", wholeCoverage);
-  const bucketStatements = cellStatements(bucketScope, buckets, request.group, groups.top, values, plan, request.runId, grouping, coverage);
+  const limit = TOP_GROUPS + OTHERS_READ_BY_KEY + 1;
+  const groups = await rankGroups(request.group, () => prepared(db, topGroupsFromCells(wholeScope, request.group, request.runId, grouping, wholeCoverage, limit)), limit);
+  const wholeStatements = cellStatements(wholeScope, whole, { kind: "none" }, { top: null, others: null }, values, plan, request.runId, "", wholeCoverage);
+  const bucketStatements = cellStatements(bucketScope, buckets, request.group, groups, values, plan, request.runId, grouping, coverage);
   const statements = [...wholeStatements.statements, ...bucketStatements.statements];
   const results = await db.batch(statements.map((s) => prepared(db, s)));
   const split = wholeStatements.statements.length;
