@@ -75,8 +75,8 @@ async function main() {
       const coverage = cellCoverage(startMicros, endMicros, buckets, none);
       const wholeCoverage = cellCoverage(startMicros, endMicros, whole, none);
       const statements = [
-        ...cellStatements({ ...scope, ranges: wholeCoverage.ranges }, whole, { kind: "none" }, null, values, plan.cells, runId, "", wholeCoverage).statements,
-        ...cellStatements({ ...scope, ranges: coverage.ranges }, buckets, c.group, null, values, plan.cells, runId, c.grouping, coverage).statements,
+        ...cellStatements({ ...scope, ranges: wholeCoverage.ranges }, whole, { kind: "none" }, { top: null, others: null }, values, plan.cells, runId, "", wholeCoverage).statements,
+        ...cellStatements({ ...scope, ranges: coverage.ranges }, buckets, c.group, { top: null, others: null }, values, plan.cells, runId, c.grouping, coverage).statements,
       ];
       const cells = await timed(file, statements);
       rows.push(`| ${c.label} | ${scans[i]!.toFixed(1)} | ${cells.toFixed(1)} | ${(scans[i]! / cells).toFixed(1)}× |`);
