@@ -102,15 +102,6 @@ async function ownedRun(c: Context<AppEnv>, projectId: string, body: Parameters<
 const COMPRESS_FROM_BYTES = 16 * 1024;
 
 /**
- * An answer written as JSON text already (metrics-answer.ts), with c.json's content type. Typed
- * as the route's JSON response (`as never`, as the export's stream is): its text is that schema's.
- * A long one (1.4 MB at 1-hour buckets over 30 days, about 100 KB gzipped) is marked
- * `Content-Encoding: gzip` when the client accepts it (clientAcceptEncoding), and workerd compresses it as it goes out
- * (a Response's body is encoded by its Content-Encoding unless `encodeBody: "manual"`): what
- * Cloudflare's edge does for such answers deployed, done by the Worker so that `wrangler dev`
- * and `npm start` hand over the same bytes.
- */
-/**
  * The client's own Accept-Encoding: Cloudflare (and miniflare, which mimics it) hands the Worker
  * `Accept-Encoding: br, gzip` whatever the client sent, and keeps the client's in
  * `request.cf.clientAcceptEncoding`; a test's request without `cf` has only the header.
@@ -120,6 +111,15 @@ function clientAcceptEncoding(c: Context<AppEnv>): string {
   return cf?.clientAcceptEncoding ?? c.req.header("Accept-Encoding") ?? "";
 }
 
+/**
+ * An answer written as JSON text already (metrics-answer.ts), with c.json's content type. Typed
+ * as the route's JSON response (`as never`, as the export's stream is): its text is that schema's.
+ * A long one (1.4 MB at 1-hour buckets over 30 days, about 100 KB gzipped) is marked
+ * `Content-Encoding: gzip` when the client accepts it (clientAcceptEncoding), and workerd
+ * compresses it as it goes out (a Response's body is encoded by its Content-Encoding unless
+ * `encodeBody: "manual"`): what Cloudflare's edge does for such answers deployed, done by the
+ * Worker so that `wrangler dev` and `npm start` hand over the same bytes.
+ */
 function jsonText(c: Context<AppEnv>, text: string) {
   const headers: Record<string, string> = { "Content-Type": "application/json" };
   if (text.length >= COMPRESS_FROM_BYTES && /\bgzip\b/i.test(clientAcceptEncoding(c))) {

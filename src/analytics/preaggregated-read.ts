@@ -188,11 +188,6 @@ class CellSource {
 
   private range(pack: SqlParamPack, table: string, select: (b: SQL, g: SQL) => SQL, starts: readonly number[], step: number, names: readonly string[] | null, groups: Pick<Periods, "notIn" | "only"> = {}): SQL {
     const { notIn, only } = groups;
-    const first = starts[0] ?? 0;
-    const last = starts[starts.length - 1] ?? -1;
-    const served = new Set(starts);
-    const skipped: string[] = [];
-    for (let hour = first; hour <= last; hour += step) if (!served.has(hour)) skipped.push(String(hour));
     const raw = sql.raw(`"x"."group_value"`);
     // The rows of "other" alone (notIn: the shown groups) are all "other": no test per row.
     const g =
@@ -209,6 +204,11 @@ class CellSource {
       WHERE "x"."run_id" = ${pack.value(this.runId)} AND "x"."grouping" = ${pack.value(this.grouping)}${named}
         AND "x"."hour" IN (SELECT value FROM json_each(${pack.list(starts.map(String))})) AND "x"."group_value" IN (SELECT value FROM json_each(${pack.list(only)}))`;
     }
+    const first = starts[0] ?? 0;
+    const last = starts[starts.length - 1] ?? -1;
+    const served = new Set(starts);
+    const skipped: string[] = [];
+    for (let hour = first; hour <= last; hour += step) if (!served.has(hour)) skipped.push(String(hour));
     const others = notIn === undefined ? sql.raw("") : sql` AND "x"."group_value" NOT IN (SELECT value FROM json_each(${pack.list(notIn)}))`;
     return sql`${select(b, g)}
       FROM ${sql.raw(`"${table}"`)} AS "x"
@@ -330,14 +330,14 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       return Math.min(Math.max(binValue(bin), duration.min ?? -Infinity), duration.max ?? Infinity);
     };
     // Cells per bucket and group: a bucket of one cell (and nothing scanned) takes that cell's own sessions and bins.
-    const cellsIn = new Map<string, CountEntry[]>();
+    const cellsIn = new Map<string, { entry: CountEntry; cells: number }>();
     for (const entry of entriesOf<CountEntry>(countRows)) {
       const [b, g, traces] = entry;
       cellOf(b, g).records += traces;
       const key = cellKey(b, g);
-      const list = cellsIn.get(key);
-      if (list) list.push(entry);
-      else cellsIn.set(key, [entry]);
+      const seen = cellsIn.get(key);
+      if (seen) seen.cells += 1;
+      else cellsIn.set(key, { entry, cells: 1 });
     }
     const indexOf = new Map(plan.names.map((name, i) => [name, i]));
     for (const [b, g, name, n, s, lo, hi, t] of entriesOf<ValueEntry>(valueTexts)) {
@@ -348,9 +348,9 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       if (lo !== null) stats.min = stats.min === null ? lo : Math.min(stats.min, lo);
       if (hi !== null) stats.max = stats.max === null ? hi : Math.max(stats.max, hi);
     }
-    for (const list of cellsIn.values()) {
-      const [b, g, , sessions, ...bins] = list[0]!;
-      if (list.length !== 1 || !single.has(b) || (top !== null && g === OTHER_GROUP)) continue;
+    for (const { entry, cells } of cellsIn.values()) {
+      const [b, g, , sessions, ...bins] = entry;
+      if (cells !== 1 || !single.has(b) || (top !== null && g === OTHER_GROUP)) continue;
       const cell = cellOf(b, g);
       cell.sessions = sessions ?? 0;
       plan.percentiles.forEach((p) => {
