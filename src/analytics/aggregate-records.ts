@@ -63,7 +63,7 @@ export interface CellStats {
   records: number;
   sessions: number;
   values: ValueStats[];
-  /** Per value: percentile (1..99) -> value, for the values percentiles were asked of. */
+  /** Per value: percentile (1..99) -> value, for the values percentiles were asked of (others may have no map). */
   percentiles: Map<number, number>[];
 }
 

@@ -6,7 +6,7 @@
  * value is true (not 0) / false (0); an empty bucket's Count is 0, every other aggregation null.
  */
 import type { CellStats, ValueExpression } from "./aggregate-records";
-import { type Figures, ratio } from "./metrics-answer";
+import { type FigureWriter, ratio } from "./metrics-answer";
 
 export const AGGREGATIONS = ["Count", "Sum", "Average", "Min", "Max", "P50", "P90", "P95", "P99", "PercentageTrue", "PercentageFalse"] as const;
 export type Aggregation = (typeof AGGREGATIONS)[number];
@@ -23,7 +23,7 @@ export interface CustomPlan {
   values: ValueExpression[];
   percentiles: Map<number, number[]>;
   keys: string[];
-  figures: (cell: CellStats | undefined) => Figures;
+  figures: FigureWriter;
 }
 
 function figureOf(cell: CellStats | undefined, index: number, aggregation: Aggregation): number | null {
@@ -72,6 +72,8 @@ export function customPlan(details: MetricDetail[]): CustomPlan {
     values,
     percentiles,
     keys: details.map((d) => d.id),
-    figures: (cell) => Object.fromEntries(placed.map((d) => [d.id, figureOf(cell, d.index, d.aggregation)])),
+    figures: (cell, out) => {
+      for (let k = 0; k < placed.length; k += 1) out[k] = figureOf(cell, placed[k]!.index, placed[k]!.aggregation);
+    },
   };
 }

@@ -35,12 +35,7 @@ export function metricsWindow(startTime: string, endTime: string, intervalMinute
   return { startMicros, endMicros, intervalMicros, buckets };
 }
 
-export interface BucketBounds {
-  start_bucket_time: string;
-  end_bucket_time: string;
-}
-
-export function bucketBounds(window: MetricsWindow, index: number): BucketBounds {
-  const start = window.startMicros + index * window.intervalMicros;
-  return { start_bucket_time: microsToIso(start), end_bucket_time: microsToIso(Math.min(start + window.intervalMicros, window.endMicros)) };
+/** Edge `index` (0 to buckets) of the window: bucket i runs from edge i to edge i + 1, the last edge being end_time. */
+export function bucketEdgeIso(window: MetricsWindow, index: number): string {
+  return microsToIso(Math.min(window.startMicros + index * window.intervalMicros, window.endMicros));
 }

@@ -25,6 +25,7 @@ import {
   TOP_GROUPS,
   toStatement,
   type ValueExpression,
+  type ValueStats,
 } from "./aggregate-records";
 import { BACKFILLED, binOf, binValue, CELL_PERCENTILES, HOUR_MICROS, HOURS_A_DAY } from "./metric-cells";
 import { nearestRank } from "./nearest-rank";
@@ -271,6 +272,16 @@ type CountEntry = [number, string | null, number, number | null, ...(number | nu
 /** A cell's value as jsonRows hands it over: [b, g, name, n, total, lo, hi, trues]. */
 type ValueEntry = [number, string | null, string, number, number | null, number | null, number | null, number];
 
+/**
+ * A cell with no record yet. Its percentiles are made when one is set (only duration_ns has them
+ * here): at 1-hour buckets, 720 cells of ~8 values each would otherwise make ~6,000 empty maps.
+ */
+function emptyCell(values: number): CellStats {
+  const stats: ValueStats[] = new Array(values);
+  for (let i = 0; i < values; i += 1) stats[i] = { count: 0, sum: null, min: null, max: null, trues: 0 };
+  return { records: 0, sessions: 0, values: stats, percentiles: [] };
+}
+
 /** The entries of jsonRows' texts (one row per table range read). */
 const entriesOf = <T>(result: D1Result | undefined): T[] => (result?.results as { v: string }[]).flatMap((row) => JSON.parse(row.v) as T[]);
 
@@ -319,7 +330,7 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       const key = cellKey(b, g);
       let cell = merged.get(key);
       if (!cell) {
-        cell = { records: 0, sessions: 0, values: values.map(() => ({ count: 0, sum: null, min: null, max: null, trues: 0 })), percentiles: values.map(() => new Map()) };
+        cell = emptyCell(values.length);
         merged.set(key, cell);
       }
       return cell;
@@ -353,10 +364,10 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       if (cells !== 1 || !single.has(b) || (top !== null && g === OTHER_GROUP)) continue;
       const cell = cellOf(b, g);
       cell.sessions = sessions ?? 0;
-      plan.percentiles.forEach((p) => {
+      for (const p of plan.percentiles) {
         const bin = bins[CELL_PERCENTILES.indexOf(p as (typeof CELL_PERCENTILES)[number])];
-        if (typeof bin === "number") cell.percentiles[plan.durationIndex]!.set(p, percentileOf(cell, bin));
-      });
+        if (typeof bin === "number") (cell.percentiles[plan.durationIndex] ??= new Map()).set(p, percentileOf(cell, bin));
+      }
     }
     for (const row of sessionRows!.results as { b: number; g: string | null; sessions: number }[]) cellOf(row.b, row.g).sessions = row.sessions;
     const histograms = new Map<string, { b: number; g: string | null; bins: Map<number, number> }>();
@@ -381,7 +392,7 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
         for (const [bin, n] of ordered) {
           cumulative += n;
           if (cumulative >= rank) {
-            cell.percentiles[plan.durationIndex]!.set(p, percentileOf(cell, bin));
+            (cell.percentiles[plan.durationIndex] ??= new Map()).set(p, percentileOf(cell, bin));
             break;
           }
         }
