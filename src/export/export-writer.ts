@@ -146,13 +146,17 @@ export async function* exportChunks(plan: ExportPlan, start?: KeysetCursor): Asy
       } else {
         const node = step.node as OutlineNode;
         if (!rows.has(node.rid)) {
-          // The text so far goes out before the next batch is read: memory holds one batch.
+          // The text so far goes out before the next batch is read, and the batch it was written
+          // from is let go first: while the generator waits for the client to read on, it holds
+          // the page's outline and that text, not the rows as well (a batch may hold 8 MB of
+          // stored text; holding both made the worker's live heap reach ~42 MiB where it is
+          // otherwise 11-18 MiB: docs/benchmarks.md, "Export").
+          rows.clear();
           if (text.length > 0) {
             yield { text, records, oldestCreatedAt: oldest, cursor: undefined };
             text = "";
             records = 0;
           }
-          rows.clear();
           for (const read of await readRows(source, query, nextBatch(steps, i, sizes.descendantRows))) rows.set(Number(read.rid), read);
         }
         const read = rows.get(node.rid);
@@ -170,6 +174,7 @@ export async function* exportChunks(plan: ExportPlan, start?: KeysetCursor): Asy
       text += step.as === "line" ? `${json}\n` : step.as === "open" ? json.slice(0, -1) : json;
       records += 1;
     }
+    rows.clear();
     yield { text, records, oldestCreatedAt: oldest, cursor: page.cursor };
   }
   if (headerDue) yield { text: csvLine(columns), records: 0, oldestCreatedAt: undefined, cursor: undefined };
