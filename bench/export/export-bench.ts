@@ -243,11 +243,16 @@ async function measureFloor(dataset: Dataset, repetitions: number): Promise<Floo
  * collection (a heap snapshot forces one), before an export of its own and at 20 points of it.
  * The inspector is answered only while the isolate is idle, which a busy export seldom is (on a
  * loaded machine, not once in a 1,000,000-record export), so this export's client pauses at each
- * point, the worker waits for it to read on (backpressure) with the page and batch it holds, and
- * the sample is taken then. The used heap the timed exports sample also counts garbage V8 has not
+ * point, the worker finishes the chunk it was writing and waits for the client to read on
+ * (backpressure) with what it holds, and the sample is taken then. Without that pause a D1 answer
+ * could be handled between the collection and the reading of the used heap, which read 37-59 MiB
+ * at times where the snapshot itself held 22 MiB. The used heap the timed exports sample also counts garbage V8 has not
  * collected yet, which comes and goes with its collector's pace: 43 to 85 MiB over six exports of
  * one server, while the live heap after each was 10.8-10.9 MiB (docs/benchmarks.md, "Export").
  */
+/** How long the memory export's client waits, paused, before a sample: the worker's pull in flight finishes. */
+const SETTLE_MS = 500;
+
 async function measureLiveHeap(server: DevServer, dataset: Dataset, heap: HeapSampler, expectedBytes: number): Promise<LiveHeap> {
   const live = () => heap.live().catch(() => Number.NaN);
   const before = await live();
@@ -269,6 +274,9 @@ async function measureLiveHeap(server: DevServer, dataset: Dataset, heap: HeapSa
     bytes += value.byteLength;
     if (bytes < next) continue;
     next += every;
+    // The worker may be mid-pull when the client stops (a D1 read in flight): let it finish and
+    // wait on backpressure, or its work would land between the collection and the reading.
+    await sleep(SETTLE_MS);
     const sample = await live();
     if (Number.isNaN(sample)) continue;
     peak = Number.isNaN(peak) ? sample : Math.max(peak, sample);
