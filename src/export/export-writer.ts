@@ -149,8 +149,7 @@ export async function* exportChunks(plan: ExportPlan, start?: KeysetCursor): Asy
           // The text so far goes out before the next batch is read, and the batch it was written
           // from is let go first: while the generator waits for the client to read on, it holds
           // the page's outline and that text, not the rows as well (a batch may hold 8 MB of
-          // stored text; holding both made the worker's live heap reach ~42 MiB where it is
-          // otherwise 11-18 MiB: docs/benchmarks.md, "Export").
+          // stored text, as much again as the text written from it).
           rows.clear();
           if (text.length > 0) {
             yield { text, records, oldestCreatedAt: oldest, cursor: undefined };
