@@ -11,7 +11,7 @@
  *    page by page with `.raw()` and streamed by a worker that does nothing else
  *    (bench/floor-worker `/lines`); when the floor itself is below 0.5× of the shell, no export
  *    through the binding can reach it on this machine.
- * 2. memory: the worker isolate's live heap (the used heap right after a full collection) before
+ * 2. memory: the worker isolate's live heap (the objects of a heap snapshot, taken after a full collection) before
  *    and at 20 points of an export of its own (measureLiveHeap), judged between the smallest and the
  *    largest size run (issue: 100,000 against 1,000,000, under 10% apart); also the used heap
  *    (garbage included) and the `workerd` process's resident memory (with the local D1 in it)
@@ -239,14 +239,14 @@ async function measureFloor(dataset: Dataset, repetitions: number): Promise<Floo
 }
 
 /**
- * The worker's memory as the export needs it: its live heap, the used heap right after a full
- * collection (a heap snapshot forces one), before an export of its own and at 20 points of it.
+ * The worker's memory as the export needs it: its live heap, the objects of a heap snapshot
+ * (which V8 takes after a full collection), before an export of its own and at 20 points of it.
  * The inspector is answered only while the isolate is idle, which a busy export seldom is (on a
  * loaded machine, not once in a 1,000,000-record export), so this export's client pauses at each
  * point, the worker finishes the chunk it was writing and waits for the client to read on
- * (backpressure) with what it holds, and the sample is taken then. Without that pause a D1 answer
- * could be handled between the collection and the reading of the used heap, which read 37-59 MiB
- * at times where the snapshot itself held 22 MiB. The used heap the timed exports sample also counts garbage V8 has not
+ * (backpressure) with what it holds, and the sample is taken then. The sample is the snapshot's
+ * own sum: the used heap read just after it could already count the garbage of work done in
+ * between (it read 37-59 MiB at points where the snapshot held 22 MiB). The used heap the timed exports sample also counts garbage V8 has not
  * collected yet, which comes and goes with its collector's pace: 43 to 85 MiB over six exports of
  * one server, while the live heap after each was 10.8-10.9 MiB (docs/benchmarks.md, "Export").
  */
@@ -589,7 +589,7 @@ function report(runs: SizeRun[], options: ExportBenchOptions, startLoad: number[
     ),
     "",
     `The worker isolate's peak live heap between ${count(sizes[0]!)} and ${count(sizes[sizes.length - 1]!)} records: ${percent(memoryGrowth)} (target: under 10% between 100,000 and 1,000,000): ${Number.isNaN(memoryGrowth) ? "n/a" : Math.abs(memoryGrowth) < 0.1 ? "PASS" : "FAIL"}${sizes[0] === 100_000 && sizes[sizes.length - 1] === 1_000_000 ? "" : " (not the sizes of the target)"}; its peak used heap: ${percent(usedGrowth)}; the process's peak anonymous memory: ${percent(anonymousGrowth)}.`,
-    "The live heap is V8's used heap of the worker's isolate right after a full collection (a heap snapshot forces one: `HeapProfiler.takeHeapSnapshot` through wrangler's inspector, bench/lib/inspector-heap.ts), before an export of its own and at 20 points of it, where that export's client pauses and the worker waits with what it holds (the inspector is answered only while the isolate is idle): what the export holds. The used heap (`Runtime.getHeapUsage`, sampled all through the first timed export) also counts garbage not yet collected, which comes and goes with the collector's pace. The process's anonymous memory (RssAnon, sampled every 20 ms) also holds the local D1, which runs in the same workerd process (SQLite's pages and the D1 service's own isolate) and a deployed Worker does not hold; VmHWM is the whole resident set's peak (reset with clear_refs just before the export).",
+    "The live heap is the sum of the objects of a heap snapshot of the worker's isolate (V8 takes it after a full collection; external array buffers included: `HeapProfiler.takeHeapSnapshot` through wrangler's inspector, bench/lib/inspector-heap.ts), before an export of its own and at 20 points of it, where that export's client pauses and the worker waits with what it holds (the inspector is answered only while the isolate is idle): what the export holds. The used heap (`Runtime.getHeapUsage`, sampled all through the first timed export) also counts garbage not yet collected, which comes and goes with the collector's pace. The process's anonymous memory (RssAnon, sampled every 20 ms) also holds the local D1, which runs in the same workerd process (SQLite's pages and the D1 service's own isolate) and a deployed Worker does not hold; VmHWM is the whole resident set's peak (reset with clear_refs just before the export).",
     "",
     "## Cost per 1,000 records and the largest streamed export per invocation",
     "",
