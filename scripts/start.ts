@@ -11,6 +11,8 @@
  * 5. keeps serving in the foreground; SIGINT and SIGTERM are passed on to wrangler.
  *
  * `--persist-to DIR` keeps the database (and the demo credentials) in DIR instead of .wrangler/state.
+ * `INSPECTOR_PORT` sets wrangler's inspector port (default 9229 when free; 0: one the system picks,
+ * which the tests use so that servers started side by side never both take 9229).
  */
 import { constants } from "node:os";
 import { parseArgs } from "node:util";
@@ -55,10 +57,20 @@ function banner(baseUrl: string, demo: DemoCredentials, seededNow: boolean): str
   return lines.join("\n");
 }
 
+/** INSPECTOR_PORT, when set: 0 (the system picks) or a port number. */
+function inspectorPortFromEnv(): number | undefined {
+  const raw = process.env.INSPECTOR_PORT;
+  if (raw === undefined || raw === "") return undefined;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`INSPECTOR_PORT must be 0 or a port number, got ${JSON.stringify(raw)}`);
+  return port;
+}
+
 const { values } = parseArgs({ options: { "persist-to": { type: "string" } }, strict: true });
 const persistTo = values["persist-to"];
 const target: D1Target = persistTo ? { remote: false, persistTo } : { remote: false };
 const port = portFromEnv();
+const inspectorPort = inspectorPortFromEnv();
 const baseUrl = `http://${LOOPBACK}:${port}`;
 
 if (!(await isPortFree(port))) fail(`port ${port} on ${LOOPBACK} is in use; stop what runs there or choose another: PORT=8788 npm start`);
@@ -74,7 +86,7 @@ try {
 if (ensureDevVars()) say("created .dev.vars with a random TOKEN_SECRET (from .dev.vars.example)");
 
 say(`starting wrangler dev on ${baseUrl}`);
-const server = startDevServer({ port, persistTo, stdio: "inherit" });
+const server = startDevServer({ port, persistTo, inspectorPort, stdio: "inherit" });
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   process.on(signal, () => {
     if (server.exitCode === null && server.signalCode === null) server.kill(signal);

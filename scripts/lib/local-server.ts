@@ -39,6 +39,13 @@ export interface DevServerOptions {
   /** Extra `--var NAME:VALUE` bindings (tests pass TOKEN_SECRET this way). */
   vars?: Record<string, string>;
   stdio?: StdioOptions;
+  /**
+   * The inspector's port. Unset: wrangler's own choice, 9229 when free (what a developer's
+   * debugger expects). 0: one the system picks, for servers started side by side (tests): two
+   * wranglers probing 9229 at the same moment both take it and one dies with "Address already in
+   * use (127.0.0.1:9229)".
+   */
+  inspectorPort?: number;
 }
 
 export function startDevServer(options: DevServerOptions): ChildProcess {
@@ -49,6 +56,7 @@ export function startDevServer(options: DevServerOptions): ChildProcess {
   // run_worker_first so that it reaches the worker.
   const args = ["dev", "--ip", LOOPBACK, "--port", String(options.port), "--show-interactive-dev-session=false", "--test-scheduled"];
   if (options.persistTo) args.push("--persist-to", resolve(options.persistTo));
+  if (options.inspectorPort !== undefined) args.push("--inspector-port", String(options.inspectorPort));
   for (const [name, value] of Object.entries(options.vars ?? {})) args.push("--var", `${name}:${value}`);
   return spawn(WRANGLER_BIN, args, { cwd: REPO_ROOT, env: wranglerEnv(), stdio: options.stdio ?? "inherit" });
 }

@@ -167,7 +167,7 @@ describe("admin command line", () => {
     beforeAll(async () => {
       const port = await freePort();
       baseUrl = `http://127.0.0.1:${port}`;
-      server = startDevServer({ port, persistTo, vars: { TOKEN_SECRET: "admin-cli-test-secret-of-sufficient-length" }, stdio: "ignore" });
+      server = startDevServer({ port, persistTo, inspectorPort: 0, vars: { TOKEN_SECRET: "admin-cli-test-secret-of-sufficient-length" }, stdio: "ignore" });
       await waitUntilHealthy(baseUrl, server);
     });
 

@@ -28,7 +28,7 @@ export async function startDemoServer(timeoutMs = 600_000): Promise<DemoServer> 
   const port = await freePort();
   const child: ChildProcess = spawn(join(ROOT, "node_modules", ".bin", "tsx"), ["scripts/start.ts", "--persist-to", persistTo], {
     cwd: ROOT,
-    env: { ...process.env, PORT: String(port), WRANGLER_SEND_METRICS: "false" },
+    env: { ...process.env, PORT: String(port), INSPECTOR_PORT: "0", WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let text = "";

@@ -97,6 +97,9 @@ export async function startService(): Promise<RunningService> {
       "dev",
       "--ip", "127.0.0.1",
       "--port", String(port),
+      // One the system picks: wrangler's 9229, probed by two servers at the same moment, is taken
+      // by both and one dies (EADDRINUSE).
+      "--inspector-port", "0",
       "--persist-to", persistDir,
       "--var", `TOKEN_SECRET:${randomBytes(32).toString("hex")}`,
       "--show-interactive-dev-session=false",

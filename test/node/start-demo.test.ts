@@ -19,7 +19,7 @@ let running: ChildProcess | undefined;
 async function start(port: number): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(join(REPO_ROOT, "node_modules", ".bin", "tsx"), ["scripts/start.ts", "--persist-to", persistTo], {
     cwd: REPO_ROOT,
-    env: { ...process.env, PORT: String(port) },
+    env: { ...process.env, PORT: String(port), INSPECTOR_PORT: "0" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   running = child;
@@ -154,7 +154,7 @@ describe("npm start", () => {
     try {
       const child = spawn(join(REPO_ROOT, "node_modules", ".bin", "tsx"), ["scripts/start.ts", "--persist-to", persistTo], {
         cwd: REPO_ROOT,
-        env: { ...process.env, PORT: String(taken) },
+        env: { ...process.env, PORT: String(taken), INSPECTOR_PORT: "0" },
         stdio: ["ignore", "pipe", "pipe"],
       });
       let stderr = "";
