@@ -94,6 +94,8 @@ export default defineConfig(async () => {
             name: "node",
             environment: "node",
             include: ["test/node/**/*.test.ts"],
+            // No keep-alive in the test clients: wrangler dev closes idle connections after 5 s.
+            setupFiles: ["./test/node/no-keep-alive.ts"],
             maxWorkers: 1,
             sequence: { groupOrder: 0 },
             testTimeout: 360_000,

@@ -31,6 +31,9 @@ afterAll(async () => {
 });
 
 /** Runs `make` on a provider that exports with `exporter` through `processor`, then flushes and shuts it down. */
+/** The exporters' own agents keep connections alive; wrangler dev closes idle ones (test/node/no-keep-alive.ts). */
+const NO_KEEP_ALIVE = { keepAlive: false };
+
 async function emit(exporter: SpanExporter, processor: "simple" | "batch", make: (provider: TracerProvider) => string): Promise<string> {
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ "service.name": "otel-e2e-app", "deployment.environment.name": "ci" }),
@@ -100,7 +103,7 @@ describe("the OpenTelemetry JS SDK against the real service", () => {
     process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `${service.origin}/otel`;
     // As the README writes it: the space of the header value percent-encoded.
     process.env.OTEL_EXPORTER_OTLP_HEADERS = `Authorization=Bearer%20${service.tenant.apiKey},project=${PROJECT},logstream=${LOG_STREAM}`;
-    traces.genai = await emit(new ProtoExporter(), "simple", (p) => genAiAgentTrace(p.getTracer("e2e"), { tag: RUN }));
+    traces.genai = await emit(new ProtoExporter({ httpAgentOptions: NO_KEEP_ALIVE }), "simple", (p) => genAiAgentTrace(p.getTracer("e2e"), { tag: RUN }));
 
     const [project] = await api(`/projects?project_name=${PROJECT}`);
     projectId = project.id;
@@ -128,6 +131,7 @@ describe("the OpenTelemetry JS SDK against the real service", () => {
 
   it("exports an OpenInference trace with the JSON exporter, gzip, to Galileo's path", async () => {
     const exporter = new JsonExporter({
+      httpAgentOptions: NO_KEEP_ALIVE,
       url: `${service.origin}/otel/traces`,
       compression: "gzip" as never,
       headers: { Authorization: `Bearer ${service.tenant.apiKey}`, project: PROJECT, logstream: LOG_STREAM },
@@ -145,12 +149,12 @@ describe("the OpenTelemetry JS SDK against the real service", () => {
 
   it("exports an OpenLLMetry trace in one batch; a retried request (its first answer lost) stores nothing twice", async () => {
     const exporterHeaders = { Authorization: `Bearer ${service.tenant.apiKey}`, project: PROJECT, logstream: LOG_STREAM };
-    traces.openllmetry = await emit(new ProtoExporter({ url: `${service.origin}/v2/otel/v1/traces`, headers: exporterHeaders }), "batch", (p) =>
+    traces.openllmetry = await emit(new ProtoExporter({ httpAgentOptions: NO_KEEP_ALIVE, url: `${service.origin}/v2/otel/v1/traces`, headers: exporterHeaders }), "batch", (p) =>
       openLlmetryTrace(p.getTracer("e2e"), { tag: RUN }),
     );
     const proxy = await lossyProxy(service.origin);
     try {
-      traces.retried = await emit(new ProtoExporter({ url: `${proxy.url}/otel/v1/traces`, headers: exporterHeaders }), "batch", (p) =>
+      traces.retried = await emit(new ProtoExporter({ httpAgentOptions: NO_KEEP_ALIVE, url: `${proxy.url}/otel/v1/traces`, headers: exporterHeaders }), "batch", (p) =>
         openLlmetryTrace(p.getTracer("e2e"), { tag: `${RUN}-retry` }),
       );
       expect(proxy.requests()).toBe(2);
@@ -217,7 +221,7 @@ describe("spans recorded by the real client packages", () => {
 
   it("the AI SDK (@ai-sdk/otel): time to first chunk, tool arguments and result, and an answer whose parts are text, tool call and tool result", async () => {
     const functionId = `weather-agent-${RUN}`;
-    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: new ProtoExporter({ url: `${service.origin}/otel/v1/traces`, headers: exporterHeaders() }) })] });
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: new ProtoExporter({ httpAgentOptions: NO_KEEP_ALIVE, url: `${service.origin}/otel/v1/traces`, headers: exporterHeaders() }) })] });
     const text = await aiSdkWeatherAgent(provider.getTracer("ai"), functionId);
     await provider.forceFlush();
     await provider.shutdown();
@@ -249,7 +253,7 @@ describe("spans recorded by the real client packages", () => {
 
   it("OpenInference's OpenAI instrumentation: llm.finish_reason, token counts, and the mime types kept in metadata", async () => {
     const question = `Weather in Oslo? ${RUN}`;
-    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: new ProtoExporter({ url: `${service.origin}/otel/v1/traces`, headers: exporterHeaders() }) })] });
+    const provider = new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter: new ProtoExporter({ httpAgentOptions: NO_KEEP_ALIVE, url: `${service.origin}/otel/v1/traces`, headers: exporterHeaders() }) })] });
     await openInferenceChatCompletion(provider, question);
     await provider.forceFlush();
     await provider.shutdown();
