@@ -4,25 +4,28 @@
  * are already migrated, for the Node tests that start the service or the admin command line.
  *
  * `wrangler d1 migrations apply` for three databases takes about a minute of CPU (two on a
- * loaded machine), and every server of the node project used to pay it. Now the first file that
- * needs a migrated database applies the migrations, with the real `wrangler d1 migrations apply`,
- * once into a template (under the git-ignored .wrangler/, keyed by the migrations, wrangler.toml
- * and the wrangler version, so a changed migration builds a new one), and every test copies it
- * into its own temporary directory. The migrations as a new user applies them, from nothing, stay
- * tested by test/node/start-demo.test.ts (`npm start` on an empty directory) and by the workers
- * project (test/migrations.test.ts).
+ * loaded machine: a workerd per database and per call), and every server of the node project
+ * used to pay it. Now the first file that needs a migrated database applies the migrations once
+ * into a template (under the git-ignored .wrangler/, keyed by the migrations, wrangler.toml and
+ * the wrangler version, so a changed migration builds a new one), in one workerd opened through
+ * wrangler's getPlatformProxy (test/node/local-d1.ts: wrangler's own d1_migrations table and
+ * statement splitting, a few seconds), and every test copies it into its own temporary
+ * directory. The migrations as a new user applies them, with the real `wrangler d1 migrations
+ * apply` from nothing, stay tested by test/node/start-demo.test.ts (`npm start` on an empty
+ * directory) and by the workers project (test/migrations.test.ts).
  */
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { cp, mkdir, mkdtemp, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { REPO_ROOT, applyMigrations } from "../../scripts/lib/wrangler";
+import { REPO_ROOT } from "../../scripts/lib/wrangler";
+import { applyMigrationsLocally, openLocalD1 } from "./local-d1";
 
 const TEMPLATES = join(REPO_ROOT, ".wrangler", "test-migrated-state");
 /** Written last into a finished template: a directory without it is a build that was cut short. */
 const READY = "ready";
-/** A build takes one to three minutes; a lock this old belongs to a process that died without unlocking. */
+/** A build takes seconds (it took one to three minutes with wrangler d1 migrations apply); a lock this old belongs to a process that died without unlocking. */
 const STALE_LOCK_MS = 10 * 60_000;
 
 function filesUnder(dir: string): string[] {
@@ -98,7 +101,13 @@ async function template(): Promise<string> {
     const building = join(TEMPLATES, `${key}.building`);
     await rm(building, { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
-    await applyMigrations({ remote: false, persistTo: building });
+    await mkdir(building, { recursive: true });
+    const d1 = await openLocalD1(building);
+    try {
+      await applyMigrationsLocally(d1);
+    } finally {
+      await d1.dispose();
+    }
     await writeFile(join(building, READY), new Date().toISOString());
     await rename(building, dir);
     // Templates of other migrations (an older checkout's) are of no further use.
