@@ -35,7 +35,7 @@ function byId<T extends { id: string }>(list: T[]): Map<string, T> {
   return new Map(list.map((r) => [r.id, r]));
 }
 
-/** Polls until `done`; a probe of service.sql is a wrangler process per database, seconds each on a busy machine. */
+/** Polls until `done` (what the SDK sends is written by a queue consumer, after the request). */
 async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let value = await probe();
@@ -149,7 +149,7 @@ describe("the galileo SDK against the real service", () => {
       singleSpan: single.spans[0]!.id,
     });
 
-    // One wrangler call (each costs seconds): the project, its log stream, and what landed in it.
+    // One read per database: the project, its log stream, and what landed in it.
     const projectOf = `SELECT id FROM projects WHERE organization_id = ${lit(service.tenant.organizationId)} AND name = ${lit(PROJECT)}`;
     const streamOf = `SELECT id FROM runs WHERE project_id IN (${projectOf}) AND kind = 'log_stream' AND name = ${lit(LOG_STREAM)}`;
     // (Two calls: the project and stream from the catalog, then what landed on the project's shard.)

@@ -3,21 +3,21 @@
  * temporary directory (a copy of the migrations applied once per test run by `wrangler d1
  * migrations apply`, as an operator applies them: test/node/migrated-state.ts), an
  * organization, user and API key created in it with the provisioning statements the admin
- * command line uses (rendered into one `wrangler d1 execute`: three `npm run admin` calls cost
- * about ten seconds more), and `wrangler dev` on a free loopback port with its own token secret.
- * Stopped by its process group (wrangler and the workerd it starts).
+ * command line uses (three `npm run admin` calls cost about ten seconds more), and `wrangler dev`
+ * on a free loopback port with its own token secret. The tests' reads of the databases, and the
+ * provisioning statements, go through one workerd opened on the same state directory
+ * (test/node/local-d1.ts), not a `wrangler d1 execute` process per read and database (those
+ * were 87 CPU s of sdk-end-to-end). Stopped by its process group (wrangler and the workerd it
+ * starts).
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
-import { promisify } from "node:util";
-import { createApiKey, createOrganization, createUser, renderSql } from "../../src/admin/provisioning";
-import { d1Bindings } from "../../scripts/lib/wrangler";
+import { createApiKey, createOrganization, createUser, runStatements } from "../../src/admin/provisioning";
+import { openLocalD1 } from "./local-d1";
 import { migratedStateDir } from "./migrated-state";
-
-const execFileAsync = promisify(execFile);
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const WRANGLER = join(ROOT, "node_modules", ".bin", "wrangler");
@@ -56,11 +56,6 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function wrangler(args: string[]): Promise<string> {
-  const { stdout } = await execFileAsync(WRANGLER, args, { cwd: ROOT, env: WRANGLER_ENV, maxBuffer: 64 * 1024 * 1024 });
-  return stdout;
-}
-
 async function waitUntilHealthy(origin: string, child: ChildProcess, output: () => string, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -79,7 +74,7 @@ async function waitUntilHealthy(origin: string, child: ChildProcess, output: () 
 export async function startService(): Promise<RunningService> {
   // Every database wrangler.toml declares, migrated: the catalog and the data shards.
   const persistDir = await migratedStateDir("trace-store-sdk-");
-  const d1 = ["DB", "--local", "--persist-to", persistDir];
+  const d1 = await openLocalD1(persistDir);
 
   const unique = randomBytes(6).toString("hex");
   const organization = createOrganization(`sdk-e2e-${unique}`);
@@ -87,7 +82,7 @@ export async function startService(): Promise<RunningService> {
   const password = `pw-${randomBytes(12).toString("hex")}`;
   const user = await createUser({ organizationId: organization.organization_id, email, password, role: "admin" });
   const key = await createApiKey(user.user_id);
-  await wrangler(["d1", "execute", ...d1, "--command", renderSql([...organization.statements, ...user.statements, ...key.statements])]);
+  await runStatements(d1.databases.DB!, [...organization.statements, ...user.statements, ...key.statements]);
 
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -114,6 +109,7 @@ export async function startService(): Promise<RunningService> {
   const output = () => log;
 
   const stop = async () => {
+    await d1.dispose();
     if (child.exitCode === null && child.pid !== undefined) {
       const exited = new Promise((r) => child.once("exit", r));
       try {
@@ -147,19 +143,18 @@ export async function startService(): Promise<RunningService> {
     /**
      * The rows of each `;`-separated statement. Records live on the data shards (docs/sharding.md):
      * a statement on the catalog's own tables runs on the catalog, any other on every database
-     * that may hold records, their rows concatenated (an aggregate's one row summed). One
-     * wrangler call per database.
+     * that may hold records, their rows concatenated (an aggregate's one row summed). One batch
+     * per database, through the shared workerd.
      */
     async sql<T>(query: string) {
       const statements = query.split(";").map((part) => part.trim()).filter(Boolean);
       const onCatalog = statements.map((statement) => /\b(projects|organizations|users|api_keys|org_jobs|org_job_shards|shards)\b/.test(statement) || /^SELECT [^;]* FROM runs\b/i.test(statement));
       const perDatabase = await Promise.all(
-        d1Bindings().map(async (binding) => {
+        Object.entries(d1.databases).map(async ([binding, db]) => {
           const mine = statements.map((statement, i) => (binding === "DB" || !onCatalog[i] ? statement : null));
           const sent = mine.filter((m): m is string => m !== null);
           if (sent.length === 0) return mine.map(() => null);
-          const output = await wrangler(["d1", "execute", binding, ...d1.slice(1), "--json", "--command", sent.join(";\n")]);
-          const results = (JSON.parse(output) as { results: T[] }[]).map((r) => r.results);
+          const results = (await db.batch(sent.map((statement) => db.prepare(statement)))).map((r) => r.results as T[]);
           let next = 0;
           return mine.map((m) => (m === null ? null : results[next++]!));
         }),
