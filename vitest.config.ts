@@ -11,13 +11,13 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *
  * How long `npm test` takes (the developers' guide: under 12 minutes on a clean clone of a 2-core
  * machine) is decided here and in test/node/migrated-state.ts:
- * - The node files run first, one at a time (`sequence.groupOrder: 0`, `maxWorkers: 1`), then the
- *   workers files two at a time (`groupOrder: 1`, `maxWorkers: 2`; Vitest's default on 2 cores is
- *   one). Each workers file has its own workerd, so they never share state. Two node files side by
- *   side were tried (about 16 min for the whole suite) and failed in a fresh clone: ui-browser's
- *   `wrangler dev` went away mid-file (connection refused) while start-demo's `npm start`s ran,
- *   and the helper who tried it saw wrangler's "restarted mid-request" 503 once; until that is
- *   understood, the processes of one node file at a time.
+ * - Node and workers files run together, two at a time (one group: the same `sequence.groupOrder`
+ *   and `maxWorkers: 2`; Vitest's default on 2 cores is one; within the group the node project's
+ *   files are handed out first, as they are the longest). Each workers file has its own workerd,
+ *   so they never share state; each node file starts its own servers on system-picked ports, the
+ *   inspector's too (`--inspector-port 0`: two wranglers probing 9229 at once both took it and
+ *   one died), and its HTTP clients open a connection per request (test/node/no-keep-alive.ts:
+ *   wrangler dev closes idle connections after 5 s).
  * - The node files' servers start from a copy of databases migrated once per set of migrations
  *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
  *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
@@ -81,7 +81,7 @@ export default defineConfig(async () => {
             exclude: ["test/node/**"],
             setupFiles: ["./test/support/apply-migrations.ts"],
             maxWorkers: 2,
-            sequence: { groupOrder: 1 },
+            sequence: { groupOrder: 0 },
             // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
             // machine a test of a few seconds took over 5 (test/search-operators.test.ts). Tests
             // that measure time assert it themselves.
@@ -96,7 +96,7 @@ export default defineConfig(async () => {
             include: ["test/node/**/*.test.ts"],
             // No keep-alive in the test clients: wrangler dev closes idle connections after 5 s.
             setupFiles: ["./test/node/no-keep-alive.ts"],
-            maxWorkers: 1,
+            maxWorkers: 2,
             sequence: { groupOrder: 0 },
             testTimeout: 360_000,
             hookTimeout: 600_000,
