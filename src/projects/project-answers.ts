@@ -27,7 +27,7 @@ export const UserInfoSchema = z
 
 export const ProjectAnswerSchema = ProjectSchema.extend({
   created_by_user: UserInfoSchema.openapi({ description: "Who created the project (email empty if that user is gone)." }),
-  runs: z.array(z.never()).openapi({ description: "Galileo's legacy runs: always empty here (log streams and experiments have their own routes)." }),
+  runs: z.array(z.record(z.string(), z.unknown())).max(0).openapi({ description: "Galileo's legacy runs: always empty here (log streams and experiments have their own routes)." }),
 }).openapi("ProjectDB");
 
 export type ProjectAnswer = z.infer<typeof ProjectAnswerSchema>;
