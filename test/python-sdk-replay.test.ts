@@ -182,6 +182,15 @@ describe.each(BASE_URL_FORMS)("GALILEO_API_URL at $name", ({ apiUrl }) => {
     expect(routeOf(wire)).toEqual([`GET ${prefix}healthcheck`, `POST ${prefix}login/api_key`, `GET ${prefix}current_user`]);
   });
 
+  it("configures with a username and password: the login form's extra auth_method is ignored", async () => {
+    const wire = fresh();
+    const { login, user } = await wire.configureWithPassword(tenant.email, tenant.password);
+    expect(login.status).toBe(200);
+    Token.parse(login.body);
+    expect(User.parse(user.body).id).toBe(tenant.userId);
+    expect(routeOf(wire)).toEqual([`GET ${prefix}healthcheck`, `POST ${prefix}login`, `GET ${prefix}current_user`]);
+  });
+
   it("GalileoLogger by project and log stream name: creates both when missing, flushes, finds them again", async () => {
     const wire = fresh();
     await wire.configure();

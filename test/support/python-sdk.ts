@@ -99,6 +99,22 @@ export class PythonSdkWire {
     return { health, login, user };
   }
 
+  /** The same with `GALILEO_USERNAME` / `GALILEO_PASSWORD`: an OAuth2 form with `auth_method=email`. */
+  async configureWithPassword(username: string, password: string) {
+    await this.send("core", "GET", "healthcheck");
+    const url = this.url("login");
+    const response = await SELF.fetch(url, {
+      method: "POST",
+      headers: { ...HTTPX_DEFAULTS, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ username, password, auth_method: "email" }).toString(),
+    });
+    const login = { status: response.status, body: (await response.json()) as { access_token?: string } };
+    this.sent.push({ method: "POST", path: url.pathname, status: response.status });
+    this.token = login.body.access_token;
+    const user = await this.send("core", "GET", "current_user");
+    return { login, user };
+  }
+
   /** `GET /projects?project_name=&type=gen_ai` (get_projects_projects_get). */
   getProjectsByName(name: string) {
     return this.send("generated", "GET", "/projects", { params: { project_name: name, type: "gen_ai" } });
