@@ -16,6 +16,7 @@ import { registerDeletion } from "./deletion/deletion-routes";
 import { registerExport } from "./export/export-route";
 import { registerExportDownload, registerExportUrl } from "./export/export-url-routes";
 import { apiReferencePage } from "./docs/api-reference-page";
+import { apiPaths } from "./http/api-paths";
 import { createRouter } from "./http/create-router";
 import { refuseCrossSiteRequests } from "./http/cross-site-requests";
 import { d1RoundTrips } from "./http/d1-round-trips";
@@ -29,6 +30,7 @@ import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
 import { registerPrices } from "./pricing/price-routes";
 import { registerProjectUsage } from "./projects/project-usage";
+import { registerLogStreamPages } from "./projects/log-streams-paginated-route";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
 import { registerCounts } from "./search/count-handler";
@@ -49,7 +51,7 @@ function signedDownloadRoutes() {
   return router;
 }
 
-/** Everything under /v2 that needs a principal. */
+/** Everything under /v2 that needs a principal (each also answers at the root: src/http/api-paths.ts). */
 function protectedRoutes() {
   const router = createRouter();
   router.use("*", authenticate);
@@ -59,6 +61,8 @@ function protectedRoutes() {
   registerLogout(router);
   registerProjects(router);
   registerProjectUsage(router);
+  // Before the runs' `/log_streams/{log_stream_id}`, which would take "paginated" for an id.
+  registerLogStreamPages(router);
   registerRuns(router);
   registerIngest(router);
   registerStreamingIngest(router);
@@ -84,9 +88,16 @@ function protectedRoutes() {
 
 export function createApp() {
   const app = createRouter();
+  // Root aliases, the explorer's page and the JSON 404 (contract section 17, src/http/api-paths.ts).
+  const paths = apiPaths(
+    () => app.routes,
+    (request, env, ctx) => app.fetch(request, env, ctx),
+  );
+  app.use("*", paths.rootAliases);
   app.use("*", d1RoundTrips);
   app.use("*", requestId);
   app.use("*", securityHeaders);
+  app.use("*", paths.explorerOrNotFound);
   // Before anything reads credentials or a body: a page of another site gets nothing done here.
   app.use("*", refuseCrossSiteRequests);
   // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,

@@ -30,6 +30,12 @@ declare global {
       /** The catalog database (organizations, users, keys, projects, runs, jobs, placement). */
       DB: D1Database;
       /**
+       * The trace explorer's files (wrangler.toml [assets], ui/dist). The worker serves its page to
+       * browser navigations only (src/http/explorer-or-not-found.ts); absent where no assets are
+       * configured, and then every path that is no route is a JSON 404.
+       */
+      ASSETS?: Fetcher;
+      /**
        * The data shards that take new projects, in order: D1 binding names, comma-separated
        * (docs/sharding.md). Default: "DB", the catalog alone.
        */

@@ -139,8 +139,8 @@ describe("the admin command line's revocations take effect within 5 s", { timeou
     expect((await call("/v2/current_user", bearer(token))).body.role).toBe("admin");
     await runStatements(env.DB, setRole(tenant.userId, "member").statements);
     await afterCacheLifetime();
-    expect((await call("/v2/current_user", bearer(token))).body.role).toBe("member");
-    expect((await call("/v2/current_user", { as: tenant })).body.role).toBe("member");
+    expect((await call("/v2/current_user", bearer(token))).body.role).toBe("user");
+    expect((await call("/v2/current_user", { as: tenant })).body.role).toBe("user");
   });
 });
 

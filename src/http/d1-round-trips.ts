@@ -149,8 +149,12 @@ export function roundTripsHeader(count: number): string {
   return `${ROUND_TRIPS_METRIC};desc="round trips";dur=${count}`;
 }
 
+// A service binding (the explorer's ASSETS) is an RPC stub that answers a function for any
+// property name, `prepare` and `batch` included: its `fetch` tells it apart (a D1Database has none).
 const isD1 = (value: unknown): value is D1Database =>
-  typeof (value as D1Database | undefined)?.prepare === "function" && typeof (value as D1Database).batch === "function";
+  typeof (value as D1Database | undefined)?.prepare === "function" &&
+  typeof (value as D1Database).batch === "function" &&
+  typeof (value as Partial<Fetcher>).fetch !== "function";
 
 /**
  * Gives the rest of the request a counting view of every D1 binding (the catalog `DB` and the

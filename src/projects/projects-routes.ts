@@ -8,7 +8,7 @@ import { notFound } from "../http/errors";
 import { MAX_RETENTION_DAYS, MIN_RETENTION_DAYS } from "../retention/retention-policy";
 import { rememberProjectRow } from "../shards/project-routing";
 import type { Router } from "../http/create-router";
-import { ProjectSchema, projectShape } from "./project-shapes";
+import { ProjectAnswerSchema, projectAnswer, projectAnswers } from "./project-answers";
 import { ensureProject } from "./create-project";
 import { ownedProjectOrThrow } from "./run-access";
 
@@ -32,6 +32,10 @@ const CreateProjectBody = z
   .object({
     name: z.string().min(1).max(256),
     type: z.string().min(1).max(64).default("gen_ai"),
+    // Sent by Galileo's SDKs (contract section 17): the creator is always the caller, and there are
+    // no example templates to create.
+    created_by: z.string().nullish().openapi({ description: "Ignored: the caller is the creator." }),
+    create_example_templates: z.boolean().nullish().openapi({ description: "Ignored: there are no example templates." }),
     retention_days: RetentionDays.optional().openapi({
       description: "The new project's retention in days (admins only); absent: the organization's default, which is null (for ever) unless set. Ignored when the project already exists.",
     }),
@@ -49,7 +53,7 @@ const listProjects = createRoute({
   summary: "List the organization's projects",
   request: { query: ListProjectsQuery },
   responses: {
-    200: { content: { "application/json": { schema: z.array(ProjectSchema) } }, description: "Projects, oldest first" },
+    200: { content: { "application/json": { schema: z.array(ProjectAnswerSchema) } }, description: "Projects, oldest first" },
     ...commonErrorResponses,
   },
 });
@@ -62,7 +66,7 @@ const createProject = createRoute({
   description: "Idempotent by name within the organization: concurrent creates of one name all receive the same project.",
   request: { body: { content: { "application/json": { schema: CreateProjectBody } }, required: true } },
   responses: {
-    200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" },
+    200: { content: { "application/json": { schema: ProjectAnswerSchema } }, description: "The project" },
     ...adminOnlyResponse,
     ...commonErrorResponses,
   },
@@ -80,7 +84,7 @@ const listAllProjects = createRoute({
   summary: "List all the organization's projects",
   request: { query: AllProjectsQuery },
   responses: {
-    200: { content: { "application/json": { schema: z.array(ProjectSchema) } }, description: "Projects, oldest first" },
+    200: { content: { "application/json": { schema: z.array(ProjectAnswerSchema) } }, description: "Projects, oldest first" },
     ...commonErrorResponses,
   },
 });
@@ -95,7 +99,7 @@ const updateProject = createRoute({
   middleware: [adminOnly] as const,
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: UpdateProjectBody } }, required: true } },
   responses: {
-    200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project, changed" },
+    200: { content: { "application/json": { schema: ProjectAnswerSchema } }, description: "The project, changed" },
     ...adminOnlyResponse,
     ...commonErrorResponses,
   },
@@ -108,7 +112,7 @@ const getProject = createRoute({
   summary: "Get a project",
   request: { params: ProjectIdParam },
   responses: {
-    200: { content: { "application/json": { schema: ProjectSchema } }, description: "The project" },
+    200: { content: { "application/json": { schema: ProjectAnswerSchema } }, description: "The project" },
     ...commonErrorResponses,
   },
 });
@@ -129,7 +133,7 @@ export function registerProjects(app: Router): void {
       )
       .orderBy(asc(projects.createdAt), asc(projects.id))
       .limit(1000);
-    return c.json(rows.map(projectShape), 200);
+    return c.json(await projectAnswers(database(c.env.DB), rows), 200);
   });
 
   app.openapi(createProject, async (c) => {
@@ -137,7 +141,7 @@ export function registerProjects(app: Router): void {
     const principal = c.get("principal");
     // How long data is kept is an admin's decision, as with PATCH.
     if (retention_days !== undefined) requireAdmin(principal);
-    return c.json(projectShape(await ensureProject(c.env, principal, name, type, retention_days)), 200);
+    return c.json(await projectAnswer(database(c.env.DB), await ensureProject(c.env, principal, name, type, retention_days)), 200);
   });
 
   // Before `/projects/{project_id}`: "all" is not a project id.
@@ -149,7 +153,7 @@ export function registerProjects(app: Router): void {
       .where(and(eq(projects.organizationId, c.get("principal").organizationId), project_type !== undefined ? eq(projects.type, project_type) : undefined))
       .orderBy(asc(projects.createdAt), asc(projects.id))
       .limit(1000);
-    return c.json(rows.map(projectShape), 200);
+    return c.json(await projectAnswers(database(c.env.DB), rows), 200);
   });
 
   app.openapi(updateProject, async (c) => {
@@ -164,12 +168,13 @@ export function registerProjects(app: Router): void {
     if (!row) throw notFound("Project");
     // This isolate's searches see the new cut-off at once; others when their cached route expires.
     rememberProjectRow(row);
-    return c.json(projectShape(row), 200);
+    return c.json(await projectAnswer(database(c.env.DB), row), 200);
   });
 
   app.openapi(getProject, async (c) => {
     const { project_id } = c.req.valid("param");
-    const project = await ownedProjectOrThrow(database(c.env.DB), c.get("principal"), project_id);
-    return c.json(projectShape(project), 200);
+    const db = database(c.env.DB);
+    const project = await ownedProjectOrThrow(db, c.get("principal"), project_id);
+    return c.json(await projectAnswer(db, project), 200);
   });
 }

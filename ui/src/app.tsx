@@ -88,7 +88,8 @@ export function App() {
           <a href="/docs">API reference</a>
         </nav>
         <span class="user" data-testid="current-user">
-          {user ? `${user.email} (${user.role})` : ""}
+          {/* The API answers Galileo's role names ("user" for a member); the page keeps ours. */}
+          {user ? `${user.email} (${user.role === "admin" ? "admin" : "member"})` : ""}
         </span>
         <button type="button" class="button-small" onClick={signOut}>
           Sign out

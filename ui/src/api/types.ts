@@ -8,7 +8,7 @@ export interface CurrentUser {
   id: string;
   email: string;
   organization_id: string;
-  role: "admin" | "member";
+  role: "admin" | "user";
 }
 
 export interface Project {
