@@ -9,7 +9,7 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * - `node`: test/node, plain Node processes that start the real service (`wrangler dev`), the
  *   admin command line or the `galileo` SDK, as a user would.
  *
- * How long `npm test` takes (the developers' guide: under 12 minutes on a clean clone of a 2-core
+ * How long `npm test` takes (issue 36: at most 10 minutes on a clean clone of a quiet 2-core
  * machine) is decided here and in test/node/migrated-state.ts:
  * - Node and workers files run together, two at a time (one group: the same `sequence.groupOrder`
  *   and `maxWorkers: 2`; Vitest's default on 2 cores is one; within the group the node project's
@@ -21,11 +21,15 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * - The node files' servers start from a copy of databases migrated once per set of migrations
  *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
  *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
- * - Measured on the shared 2-core machine (load 4 to 8): the node project went from 1,300 s and
- *   1,161 CPU s to about 600 s with two files at a time (726 CPU s without
- *   the template's one build, about 65 more with it); its longest file, admin-cli (about 45 command
- *   line processes of 4 to 5 CPU s each), is what bounds it now. The workers project's files each
- *   apply the migrations in a setup file too (setup: about 6 s a file).
+ * - Figures (docs/benchmarks.md, "The test suite"): 783 s on a quiet 2-core machine before issue
+ *   36 (1,080 tests, node files one at a time, then workers files two at a time). After its
+ *   test-server fixes (system-picked inspector ports, no keep-alive, the template built in one
+ *   workerd in about 15 s instead of a minute, the SDK tests' reads in one workerd per read: 43
+ *   CPU s for sdk-end-to-end against 97) no clean run could be timed on a quiet machine: the one
+ *   run of 2026-11-28 ran at load 12 to 25 (other engineers' suites) and was stopped after 24
+ *   files in 64 minutes. What bounds the suite is the node files: admin-cli (about 45 command
+ *   line processes of 4 to 5 CPU s each; 1,644 s at that load), then the browser files and
+ *   shard-backup (5 to 6 minutes each at that load).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
  *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
  *   test may run dozens of command line processes.

@@ -12,7 +12,7 @@ export interface DeletionMessage {
   shard?: string;
 }
 
-/** A message of the move queue (src/shards/moves/move-queue.ts): advance this move. */
+/** A message of the move queue (src/moves/move-queue.ts): advance this move. */
 export interface MoveMessage {
   moveId: string;
   /** The move's message_seq when this message was sent: a message of an older seq is a stale duplicate. */

@@ -5,8 +5,8 @@ import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
 import { refreshMetricCellsEverywhere, runScheduledMaintenance } from "./maintenance/scheduled";
 import { backfillTextIndexes } from "./text-index/backfill";
-import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
-import { handleMoveQueue, isMoveQueue, kickMoves } from "./shards/moves/move-queue";
+import { MOVE_WATCHDOG_CRON } from "./moves/move-requests";
+import { handleMoveQueue, isMoveQueue, kickMoves } from "./moves/move-queue";
 
 // Durable Object classes of the limits (wrangler.toml [[durable_objects.bindings]]).
 export { PasswordGuard } from "./limits/password-guard";

@@ -9,10 +9,10 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
-import { moveTestSeam } from "../src/shards/moves/move-limits";
+import { moveTestSeam } from "../src/moves/move-limits";
 import { runStatements } from "../src/admin/provisioning";
-import { resumeMoveStatement } from "../src/shards/moves/move-requests";
-import { kickMoves } from "../src/shards/moves/move-queue";
+import { resumeMoveStatement } from "../src/moves/move-requests";
+import { kickMoves } from "../src/moves/move-queue";
 import { createRun, deleteByMetadata, postSession, postTraces, waitForJob, type Run } from "./deletion-fixtures";
 import { call } from "./support/client";
 import { dbOf, move, otherShard, projectState, requestMove, runThroughQueue, shardOf, stateOnShard, stepUntil } from "./support/moves";

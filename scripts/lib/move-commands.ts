@@ -2,14 +2,14 @@
 /**
  * `npm run admin -- move-project` and `move-status` (docs/sharding.md, "Moving a project"): the
  * move is asked for in the catalog, through `wrangler d1 execute` like every admin command
- * (src/shards/moves/move-requests.ts); the worker runs it through its move queue. Its first
+ * (src/moves/move-requests.ts); the worker runs it through its move queue. Its first
  * message comes from the worker's minutely cron; for a local database the command also runs the
  * local worker's scheduled handler (`GET --url/__scheduled`, which `npm start`'s wrangler dev
  * serves with --test-scheduled; `--url` defaults to npm start's http://127.0.0.1:8787), so the
  * move starts at once. `--wait` polls until the move is over.
  */
 import { type Statement, renderSql } from "../../src/admin/provisioning";
-import { MOVE_WATCHDOG_CRON, moveStatusStatement, openMoveStatement, projectPlacementStatement, requestMoveStatement, resumeMoveStatement } from "../../src/shards/moves/move-requests";
+import { MOVE_WATCHDOG_CRON, moveStatusStatement, openMoveStatement, projectPlacementStatement, requestMoveStatement, resumeMoveStatement } from "../../src/moves/move-requests";
 import { AdminError } from "./admin-commands";
 import { type D1Target, d1Bindings, executeD1 } from "./wrangler";
 

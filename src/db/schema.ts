@@ -495,7 +495,7 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
  * The projects whose records a database holds, and in what state (every data shard has this
  * table, and so does the catalog, which can serve as a shard). Records of a project may only be
  * written while it is `active`, `exporting` or `importing` here (trigger
- * `records_project_on_shard`). During a move (src/shards/moves) the source is `exporting` (writable,
+ * `records_project_on_shard`). During a move (src/moves) the source is `exporting` (writable,
  * every change logged in `shard_project_changes`), then `frozen` (readable, not writable), then
  * `gone` (neither, while its copy is deleted); the target is `importing` until it is `active`.
  * A worker whose routing cache is stale finds out from here, on the shard itself, and re-routes.
@@ -514,7 +514,7 @@ export const shardProjects = sqliteTable("shard_projects", {
  * Ids of a project's records (and of their held updates and tombstones) changed while the project
  * is being moved off this database (states `exporting` and `frozen`), written by triggers on
  * `records`, `record_patches` and `record_tombstones`: the move copies them again
- * (src/shards/moves). `version` grows with every change of the id, so the move forgets an entry
+ * (src/moves). `version` grows with every change of the id, so the move forgets an entry
  * only if it did not change again after the move read it.
  */
 export const shardProjectChanges = sqliteTable(
@@ -673,7 +673,7 @@ export type MovePhase = (typeof MOVE_PHASES)[number];
 
 /**
  * Moves of a project's records from one database to another (docs/sharding.md, "Moving a
- * project"; src/shards/moves). The row is the whole state of a move: its phase, the step within
+ * project"; src/moves). The row is the whole state of a move: its phase, the step within
  * the phase and that step's keyset cursor, its progress. Queue messages only say "advance move
  * X" (with `message_seq`, so that a stale duplicate does nothing). One open move per project.
  */

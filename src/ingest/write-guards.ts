@@ -92,7 +92,7 @@ export function parentChainStatement(db: D1Database, batch: RecordBatch, project
 
 /**
  * Point 7 of the hardening: a copy that a move is still filling (`importing`) takes writes from
- * the move's own writer only (src/shards/moves/copy-chunks.ts, which never runs this). A client
+ * the move's own writer only (src/moves/copy-chunks.ts, which never runs this). A client
  * whose cached route still names this shard (a project moved away and being moved back within
  * the route cache's lifetime) is refused here, atomically with its write, as if the shard did
  * not hold the project: src/shards/project-shard.ts then reads the route afresh and writes to the

@@ -1,11 +1,11 @@
 /**
  * The real service for end-to-end tests of the `galileo` SDK: a fresh local D1 database in a
- * temporary directory (a copy of the migrations applied once per test run by `wrangler d1
- * migrations apply`, as an operator applies them: test/node/migrated-state.ts), an
+ * temporary directory (a copy of databases migrated once per set of migrations:
+ * test/node/migrated-state.ts), an
  * organization, user and API key created in it with the provisioning statements the admin
  * command line uses (three `npm run admin` calls cost about ten seconds more), and `wrangler dev`
- * on a free loopback port with its own token secret. The tests' reads of the databases, and the
- * provisioning statements, go through one workerd opened on the same state directory
+ * on a free loopback port with its own token secret. The provisioning statements and each of the
+ * tests' reads go through one workerd opened on the same state directory for every database
  * (test/node/local-d1.ts), not a `wrangler d1 execute` process per read and database (those
  * were 87 CPU s of sdk-end-to-end). Stopped by its process group (wrangler and the workerd it
  * starts).
@@ -71,10 +71,26 @@ async function waitUntilHealthy(origin: string, child: ChildProcess, output: () 
   throw new Error(`wrangler dev did not become healthy in ${timeoutMs} ms:\n${output()}`);
 }
 
+/**
+ * A read through the shared workerd, again when SQLite says the database was busy: the service's
+ * own workerd writes the same files meanwhile, and a read whose snapshot a write overtook fails
+ * with SQLITE_BUSY_SNAPSHOT (workerd reports it as an internal error); the next attempt reads a
+ * fresh snapshot. (A `wrangler d1 execute` per read never met it: a new connection each time.)
+ */
+async function readRetryingBusy<R>(read: () => Promise<R>): Promise<R> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await read();
+    } catch (error) {
+      if (attempt >= 20 || !/SQLITE_BUSY|database is locked|internal error/i.test(String(error))) throw error;
+      await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
+  }
+}
+
 export async function startService(): Promise<RunningService> {
   // Every database wrangler.toml declares, migrated: the catalog and the data shards.
   const persistDir = await migratedStateDir("trace-store-sdk-");
-  const d1 = await openLocalD1(persistDir);
 
   const unique = randomBytes(6).toString("hex");
   const organization = createOrganization(`sdk-e2e-${unique}`);
@@ -82,7 +98,12 @@ export async function startService(): Promise<RunningService> {
   const password = `pw-${randomBytes(12).toString("hex")}`;
   const user = await createUser({ organizationId: organization.organization_id, email, password, role: "admin" });
   const key = await createApiKey(user.user_id);
-  await runStatements(d1.databases.DB!, [...organization.statements, ...user.statements, ...key.statements]);
+  const provisioning = await openLocalD1(persistDir);
+  try {
+    await runStatements(provisioning.databases.DB!, [...organization.statements, ...user.statements, ...key.statements]);
+  } finally {
+    await provisioning.dispose();
+  }
 
   const port = await freePort();
   const origin = `http://127.0.0.1:${port}`;
@@ -109,7 +130,6 @@ export async function startService(): Promise<RunningService> {
   const output = () => log;
 
   const stop = async () => {
-    await d1.dispose();
     if (child.exitCode === null && child.pid !== undefined) {
       const exited = new Promise((r) => child.once("exit", r));
       try {
@@ -143,22 +163,27 @@ export async function startService(): Promise<RunningService> {
     /**
      * The rows of each `;`-separated statement. Records live on the data shards (docs/sharding.md):
      * a statement on the catalog's own tables runs on the catalog, any other on every database
-     * that may hold records, their rows concatenated (an aggregate's one row summed). One batch
-     * per database, through the shared workerd.
+     * that may hold records, their rows concatenated (an aggregate's one row summed). Each
+     * statement on its own, through the shared workerd, again when SQLite was busy.
      */
     async sql<T>(query: string) {
       const statements = query.split(";").map((part) => part.trim()).filter(Boolean);
       const onCatalog = statements.map((statement) => /\b(projects|organizations|users|api_keys|org_jobs|org_job_shards|shards)\b/.test(statement) || /^SELECT [^;]* FROM runs\b/i.test(statement));
+      // A workerd per read, stopped after it: one kept open beside the service's own read a
+      // snapshot that never moved on (and held SQLite's lock), so streamed records never looked
+      // complete. Still one process for every database instead of a wrangler per database.
+      const d1 = await openLocalD1(persistDir);
       const perDatabase = await Promise.all(
         Object.entries(d1.databases).map(async ([binding, db]) => {
           const mine = statements.map((statement, i) => (binding === "DB" || !onCatalog[i] ? statement : null));
           const sent = mine.filter((m): m is string => m !== null);
           if (sent.length === 0) return mine.map(() => null);
-          const results = (await db.batch(sent.map((statement) => db.prepare(statement)))).map((r) => r.results as T[]);
+          const results: T[][] = [];
+          for (const statement of sent) results.push(await readRetryingBusy(() => db.prepare(statement).all<T>()).then((r) => r.results));
           let next = 0;
           return mine.map((m) => (m === null ? null : results[next++]!));
         }),
-      );
+      ).finally(() => d1.dispose());
       return statements.map((statement, i) => {
         const rows = perDatabase.flatMap((answers) => answers[i] ?? []);
         const aggregate = /^SELECT\s+(count|sum)\(/i.test(statement) && !/\bGROUP\s+BY\b/i.test(statement);

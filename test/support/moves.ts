@@ -6,10 +6,10 @@
 import { env } from "cloudflare:test";
 import { runStatements } from "../../src/admin/provisioning";
 import type { Env } from "../../src/env";
-import { type AdvanceOutcome, moveStep } from "../../src/shards/moves/advance-move";
-import { type MoveRow, loadMove, saveMove } from "../../src/shards/moves/move-rows";
-import { requestMoveStatement } from "../../src/shards/moves/move-requests";
-import { sendMoveMessage } from "../../src/shards/moves/move-queue";
+import { type AdvanceOutcome, moveStep } from "../../src/moves/advance-move";
+import { type MoveRow, loadMove, saveMove } from "../../src/moves/move-rows";
+import { requestMoveStatement } from "../../src/moves/move-requests";
+import { sendMoveMessage } from "../../src/moves/move-queue";
 import { METRIC_ROWS } from "./metric-rows";
 
 export const SHARDS = ["SHARD_0", "SHARD_1"] as const;

@@ -4,7 +4,7 @@
  * (absent: by anyone). It names no column, so the filter builder keeps it as a leaf on a
  * pseudo-column whose value is the list of user ids.
  */
-import type { LeafNode } from "../filters/filter-model";
+import type { LeafNode } from "../filters/filter-nodes";
 
 export const FULLY_ANNOTATED = "fully_annotated";
 

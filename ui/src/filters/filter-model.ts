@@ -8,26 +8,10 @@ import type { ValidationItem } from "../api/client";
 import { OPERATORS_BY_TYPE } from "../../../src/search/filter-operators";
 import type { FilterJson, FilterLeafJson, FilterType } from "../api/types";
 import { FULLY_ANNOTATED, fullyAnnotatedJson, fullyAnnotatedLeaf, isFullyAnnotatedJson } from "../annotations/fully-annotated-leaf";
+import type { FilterNode, GroupNode, LeafNode } from "./filter-nodes";
 
-export interface LeafNode {
-  kind: "leaf";
-  id: string;
-  column: string;
-  type: FilterType;
-  operator: string;
-  value: unknown;
-  caseSensitive: boolean;
-}
-
-export interface GroupNode {
-  kind: "group";
-  id: string;
-  op: "and" | "or";
-  negate: boolean;
-  children: FilterNode[];
-}
-
-export type FilterNode = LeafNode | GroupNode;
+// The node types live in their own module, which the fully_annotated leaf uses too (no import circle).
+export type { FilterNode, GroupNode, LeafNode } from "./filter-nodes";
 
 /**
  * The operators each filter type allows: the service's own table (pure data, bundled into the

@@ -15,9 +15,9 @@
  */
 import { getTableColumns } from "drizzle-orm";
 import type { SQLiteTable } from "drizzle-orm/sqlite-core";
-import { annotationTemplates, recordPatches, recordTombstones, runColumns, runs } from "../../db/schema";
-import { RECORD_COLUMNS, type RecordBatch, type RecordRow } from "../../ingest/record-rows";
-import { jsonArraysBySize, recordWriteStatements } from "../../ingest/write-records";
+import { annotationTemplates, recordPatches, recordTombstones, runColumns, runs } from "../db/schema";
+import { RECORD_COLUMNS, type RecordBatch, type RecordRow } from "../ingest/record-rows";
+import { jsonArraysBySize, recordWriteStatements } from "../ingest/write-records";
 
 export interface MoveScope {
   projectId: string;

@@ -5,11 +5,11 @@
  * src/admin/provisioning.ts does for organizations and users.
  *
  * A requested move is a `project_moves` row in phase `queued` with `updated_at` 0: the
- * scheduled watchdog (every minute, src/shards/moves/move-queue.ts) sends it its first message;
+ * scheduled watchdog (every minute, src/moves/move-queue.ts) sends it its first message;
  * the command line also pokes the local worker's scheduled handler so a local move starts at
  * once. One open move per project (unique index project_moves_open).
  */
-import type { Statement } from "../../admin/provisioning";
+import type { Statement } from "../admin/provisioning";
 
 /** Everything a move's status shows (the admin command prints it as JSON). */
 export const MOVE_STATUS_COLUMNS =

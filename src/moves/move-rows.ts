@@ -3,9 +3,9 @@
  * the condition that nobody else advanced the move meanwhile (the phase, step and cursor are
  * still the ones this step started from), so two deliveries of one message never both apply.
  */
-import { nowMicros } from "../../db/client";
-import type { MovePhase } from "../../db/schema";
-import type { Env } from "../../env";
+import { nowMicros } from "../db/client";
+import type { MovePhase } from "../db/schema";
+import type { Env } from "../env";
 
 export interface MoveRow {
   id: string;

@@ -16,10 +16,10 @@
  *   cleanup     delete the source's copy in chunks
  *   completed
  */
-import { nowMicros } from "../../db/client";
-import type { Env } from "../../env";
-import { forgetProjectRoute } from "../project-routing";
-import { CATALOG_SHARD, allRecordDatabases, shardDatabase } from "../shard-config";
+import { nowMicros } from "../db/client";
+import type { Env } from "../env";
+import { forgetProjectRoute } from "../shards/project-routing";
+import { CATALOG_SHARD, allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { copyAnalyticsKey, copyIds, copyPatchesPage, copyRunColumnsPage, copyRunsPage, copyTemplates, copyTombstonesPage, nextRecordIds } from "./copy-chunks";
 import { type MoveLimits, moveLimits } from "./move-limits";
 import { type MoveChanges, type MoveRow, saveMove, saveMoveStatement } from "./move-rows";

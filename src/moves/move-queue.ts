@@ -12,9 +12,9 @@
  * dead-letter queue, whose consumer pauses it (the source takes writes again); running the admin
  * command again resumes it.
  */
-import { nowMicros } from "../../db/client";
-import type { Env, MoveMessage } from "../../env";
-import { retryDelaySeconds } from "../../deletion/deletion-budgets";
+import { nowMicros } from "../db/client";
+import type { Env, MoveMessage } from "../env";
+import { retryDelaySeconds } from "../deletion/deletion-budgets";
 import { VerificationFailed, advanceMove, pauseMove } from "./advance-move";
 import { type MoveRow, TERMINAL_PHASES, loadMove } from "./move-rows";
 
