@@ -71,6 +71,8 @@ export default defineConfig(async () => {
                   // Moves likewise: a move whose message fails twice is paused within seconds.
                   "trace-store-moves": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-moves-dlq" },
                   "trace-store-exports": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
+                  // wrangler.toml's upkeep consumer; max_batch_timeout 1 s as the others here.
+                  "trace-store-upkeep": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 10 },
                 },
               },
             }),
