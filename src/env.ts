@@ -69,6 +69,10 @@ declare global {
       ORG_CONCURRENT_SCANS?: string;
       ORG_SCAN_TIME_PERCENT?: string;
       TEXT_INDEX_MAX_CANDIDATES?: string;
+      /** "false": writes do not start the upkeep; only the cron runs it (src/upkeep/upkeep-request.ts). Default on. */
+      UPKEEP_AFTER_WRITES?: string;
+      /** Records one metrics request may aggregate by scanning; past it a 503 (src/analytics/scan-bound.ts). */
+      METRICS_SCAN_MAX_RECORDS?: string;
       PASSWORD_FREE_FAILURES_PER_EMAIL?: string;
       PASSWORD_FREE_FAILURES_PER_IP?: string;
       PASSWORD_MAX_LOCKOUT_SECONDS?: string;
