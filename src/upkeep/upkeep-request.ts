@@ -55,6 +55,8 @@ export function requestUpkeepAfter(env: Env, shards: Iterable<string>, waitUntil
  */
 export const upkeepAfterWrites: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
+  // "false": only the cron runs the upkeep (the behaviour before issue 29; the upkeep bench's baseline).
+  if (c.env.UPKEEP_AFTER_WRITES === "false") return;
   const written = c.get("writtenShards");
   if (!written || written.size === 0) return;
   let waitUntil: (work: Promise<unknown>) => void;
