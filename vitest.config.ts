@@ -64,6 +64,9 @@ export default defineConfig(async () => {
                   // A bound the test datasets reach, so that searches run both with the text index
                   // and past its bound (the scan); test/text-index-search.test.ts checks both.
                   TEXT_INDEX_MAX_CANDIDATES: "40",
+                  // Records a metrics request may scan: a backlog the test writes by SQL in seconds
+                  // passes it (test/metrics-scan-bound.test.ts); the other metrics tests stay under.
+                  METRICS_SCAN_MAX_RECORDS: "3000",
                 },
                 // An empty database for the migration tests (test/migrations.test.ts), which apply
                 // the migrations step by step with data in between.
@@ -75,6 +78,8 @@ export default defineConfig(async () => {
                   // Moves likewise: a move whose message fails twice is paused within seconds.
                   "trace-store-moves": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-moves-dlq" },
                   "trace-store-exports": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
+                  // wrangler.toml's upkeep consumer; max_batch_timeout 1 s as the others here.
+                  "trace-store-upkeep": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 10 },
                 },
               },
             }),

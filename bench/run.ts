@@ -16,6 +16,10 @@
  *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
  *   npm run bench -- ui                the trace explorer's first render of a 100-row table after the API's answer
  *                                      in headless Chromium, against a plain HTML table of the same cells (target 100 ms)
+ *   npm run bench -- upkeep            derived data under ingest (issue 29): S1, S8 and A1 every --sample seconds
+ *                                      while ingesting for --seconds (default 600), ingest against a baseline
+ *                                      without the upkeep, then a bulk import of --size records (default 1,000,000)
+ *                                      and the time until S8 and A1 are back within target
  *   npm run bench -- all               search, deletion, ingest, otlp, load and shards, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
@@ -41,8 +45,9 @@ import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
 import { runUiBench } from "./ui/ui-bench";
+import { runUpkeepBench } from "./upkeep/upkeep-bench";
 
-const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "ui", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "ui", "upkeep", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -59,6 +64,7 @@ interface Options {
   shapes: string[];
   seconds: number | undefined;
   port: number | undefined;
+  sample: number;
 }
 
 function positiveInteger(text: string, flag: string): number {
@@ -71,7 +77,7 @@ const DEFAULT_SIZE = 1_000_000;
 const STORAGE_DEFAULT_SIZE = 100_000;
 
 function parseArguments(argv: string[]): Options {
-  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, sizeGiven: false, seed: 1, bytesOnly: false, ingestOnly: false, quick: false, shapes: [], seconds: undefined, port: undefined };
+  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, sizeGiven: false, seed: 1, bytesOnly: false, ingestOnly: false, quick: false, shapes: [], seconds: undefined, port: undefined, sample: 30 };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;
     const value = () => {
@@ -93,6 +99,7 @@ function parseArguments(argv: string[]): Options {
     else if (arg === "--quick") options.quick = true;
     else if (arg === "--seconds") options.seconds = positiveInteger(value(), "--seconds");
     else if (arg === "--port") options.port = positiveInteger(value(), "--port");
+    else if (arg === "--sample") options.sample = positiveInteger(value(), "--sample");
     else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --baseline, --bytes-only, --ingest-only, --quick`);
   }
   return options;
@@ -117,6 +124,7 @@ async function main(): Promise<void> {
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
   if (bench === "export") await runExportBench({ sizes: options.sizes, seed: options.seed, quick: options.quick });
   if (bench === "ui") await runUiBench({ quick: options.quick });
+  if (bench === "upkeep") await runUpkeepBench({ seconds: options.seconds ?? 600, sampleSeconds: options.sample, bulkRecords: options.sizeGiven ? options.size : DEFAULT_SIZE, quick: options.quick });
   if (bench === "storage") {
     // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
     // about 3 GB and several minutes per side; the bytes per record hardly move with the size.

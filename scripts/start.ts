@@ -8,7 +8,10 @@
  * 3. starts `wrangler dev` on http://127.0.0.1:${PORT:-8787};
  * 4. once /healthcheck answers, seeds the demo dataset through the real API, once (later starts
  *    print the same API key from .wrangler/state/demo-credentials.json);
- * 5. keeps serving in the foreground; SIGINT and SIGTERM are passed on to wrangler.
+ * 5. runs wrangler.toml's cron schedule (scripts/lib/local-cron.ts: `wrangler dev` fires none), so
+ *    the upkeep of derived data, retention, moves and export removal run as deployed, and a
+ *    database with a backlog starts catching up at once;
+ * 6. keeps serving in the foreground; SIGINT and SIGTERM are passed on to wrangler.
  *
  * `--persist-to DIR` keeps the database (and the demo credentials) in DIR instead of .wrangler/state.
  * `INSPECTOR_PORT` sets wrangler's inspector port (default 9229 when free; 0: one the system picks,
@@ -18,6 +21,7 @@ import { constants } from "node:os";
 import { parseArgs } from "node:util";
 import { ensureUiBuilt } from "./lib/build-ui";
 import { ensureDevVars } from "./lib/dev-vars";
+import { configuredCrons, startLocalCron } from "./lib/local-cron";
 import { LOOPBACK, isPortFree, startDevServer, waitUntilHealthy } from "./lib/local-server";
 import { type DemoCredentials, apiKeyWorks, demoStatePath, readDemoState, seedDemo, writeDemoState } from "./lib/seed-demo";
 import { type D1Target, WranglerError, applyMigrations } from "./lib/wrangler";
@@ -99,6 +103,9 @@ server.on("error", (error) => fail(`could not start wrangler: ${error.message}`)
 
 try {
   await waitUntilHealthy(baseUrl, server);
+  const crons = configuredCrons();
+  startLocalCron(baseUrl, crons, say);
+  say(`running wrangler.toml's cron schedule (${crons.join(", ")}) against /__scheduled`);
   const statePath = demoStatePath(persistTo);
   const known = readDemoState(statePath);
   if (known && (await apiKeyWorks(baseUrl, known.api_key))) {

@@ -35,6 +35,7 @@ import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
 import { registerCounts } from "./search/count-handler";
 import { registerSearch } from "./search/search-handler";
+import { upkeepAfterWrites } from "./upkeep/upkeep-request";
 
 /** Routes that need no credentials, served at the root and under /v2. */
 function publicRoutes() {
@@ -98,6 +99,8 @@ export function createApp() {
   app.use("*", requestId);
   app.use("*", securityHeaders);
   app.use("*", paths.explorerOrNotFound);
+  // Writes leave derived work (text index, metric cells): its upkeep starts once they are answered.
+  app.use("*", upkeepAfterWrites);
   // Before anything reads credentials or a body: a page of another site gets nothing done here.
   app.use("*", refuseCrossSiteRequests);
   // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,

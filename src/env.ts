@@ -24,6 +24,12 @@ export interface ExportMessage {
   jobId: string;
 }
 
+/** A message of the upkeep queue (src/upkeep): catch up the derived data of this database. */
+export interface UpkeepMessage {
+  /** A D1 binding name that holds records (a shard's, or "DB" for the catalog). */
+  shard: string;
+}
+
 declare global {
   namespace Cloudflare {
     interface Env {
@@ -49,6 +55,8 @@ declare global {
       MOVE_QUEUE: Queue<MoveMessage>;
       /** Queued exports (src/export, docs/export.md "Queued export to R2"). */
       EXPORT_QUEUE: Queue<ExportMessage>;
+      /** The upkeep of derived data, started by the writes (src/upkeep, docs/search.md "The text index"). */
+      UPKEEP_QUEUE: Queue<UpkeepMessage>;
       /** The files of queued exports, served for 24 hours by a signed URL. */
       EXPORTS: R2Bucket;
       /** Pages of 100 roots one export queue message writes at most (default 50); the tests lower it. */
@@ -67,6 +75,10 @@ declare global {
       ORG_CONCURRENT_SCANS?: string;
       ORG_SCAN_TIME_PERCENT?: string;
       TEXT_INDEX_MAX_CANDIDATES?: string;
+      /** "false": writes do not start the upkeep; only the cron runs it (src/upkeep/upkeep-request.ts). Default on. */
+      UPKEEP_AFTER_WRITES?: string;
+      /** Records one metrics request may aggregate by scanning; past it a 503 (src/analytics/scan-bound.ts). */
+      METRICS_SCAN_MAX_RECORDS?: string;
       PASSWORD_FREE_FAILURES_PER_EMAIL?: string;
       PASSWORD_FREE_FAILURES_PER_IP?: string;
       PASSWORD_MAX_LOCKOUT_SECONDS?: string;

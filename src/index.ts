@@ -1,10 +1,13 @@
 import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
-import type { DeletionMessage, Env, ExportMessage, MoveMessage } from "./env";
+import type { DeletionMessage, Env, ExportMessage, MoveMessage, UpkeepMessage } from "./env";
 import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
-import { refreshMetricCellsEverywhere, runScheduledMaintenance } from "./maintenance/scheduled";
-import { backfillTextIndexes } from "./text-index/backfill";
+import { runScheduledMaintenance } from "./maintenance/scheduled";
+import { allRecordDatabases } from "./shards/shard-config";
+import { handleUpkeepQueue, UPKEEP_QUEUE_NAME } from "./upkeep/upkeep-consumer";
+import { requestUpkeep } from "./upkeep/upkeep-request";
+import { upkeepEverywhere } from "./upkeep/upkeep-runner";
 import { MOVE_WATCHDOG_CRON } from "./moves/move-requests";
 import { handleMoveQueue, isMoveQueue, kickMoves } from "./moves/move-queue";
 
@@ -27,22 +30,38 @@ function withDefaultContentType(request: Request): Request {
 export default {
   fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
   queue: async (batch, env) => {
-    if (isMoveQueue(batch.queue)) return handleMoveQueue(batch as MessageBatch<MoveMessage>, env);
+    if (batch.queue === UPKEEP_QUEUE_NAME) return handleUpkeepQueue(batch as MessageBatch<UpkeepMessage>, env);
+    if (isMoveQueue(batch.queue)) {
+      await handleMoveQueue(batch as MessageBatch<MoveMessage>, env);
+      // A move's copy writes records on its target and its cleanup deletes them on its source:
+      // derived work on both, and the message does not say which databases (a request is one
+      // small UPDATE per database; only a database without a pending message gets one).
+      await requestUpkeepOf(env, allRecordDatabases(env));
+      return;
+    }
     if (batch.queue === EXPORT_QUEUE_NAME) return handleExportQueue(batch as MessageBatch<ExportMessage>, env);
     await handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env);
+    // Deletion chunks (deletion jobs, expiry) remove records: indexes to update, hours to recompute.
+    await requestUpkeepOf(env, new Set(batch.messages.map((m) => (m.body as DeletionMessage).shard ?? "DB")));
     // A deletion that just completed made the organization's older export files unservable
     // (src/deletion/job-parts.ts): remove their bytes now rather than at the next hourly cron.
     await removeDueExportFiles(env).catch((error) => console.error(`export files: removal failed: ${error instanceof Error ? error.message : String(error)}`));
   },
   scheduled: (controller, env, ctx) => {
-    // Every cron run gives new, resumed and stalled project moves their message and advances the
-    // text index (its catch-up of the records written since the last run, then any backfill of
-    // older ones: docs/search.md, "The text index"); the minutely cron exists for these
-    // alone, the others run the maintenance too.
+    // Every cron run gives new, resumed and stalled project moves their message and runs the
+    // upkeep of every database (src/upkeep): the safety net of the upkeep the writes start
+    // through the upkeep queue (text index, metric cells, backfills; a database whose upkeep is
+    // running is left to it); the minutely cron exists for these alone, the others run the
+    // maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
-    ctx.waitUntil(backfillTextIndexes(env));
-    // Every cron run, too: the pre-aggregated metric cells of hours that writes marked.
-    ctx.waitUntil(refreshMetricCellsEverywhere(env));
+    ctx.waitUntil(upkeepEverywhere(env));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
-} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage>;
+} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage | UpkeepMessage>;
+
+/** requestUpkeep for each database; a failure is logged (the cron is the safety net), never the message's. */
+async function requestUpkeepOf(env: Env, shards: Iterable<string>): Promise<void> {
+  for (const shard of shards) {
+    await requestUpkeep(env, shard).catch((error) => console.error(`upkeep: could not request the upkeep of ${shard}: ${error instanceof Error ? error.message : String(error)}`));
+  }
+}

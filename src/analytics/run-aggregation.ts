@@ -31,6 +31,7 @@ import {
   type ValueExpression,
 } from "./aggregate-records";
 import { HOUR_MICROS } from "./metric-cells";
+import { assertScanWithinBound, scanMaxRecords } from "./scan-bound";
 import type { MetricsWindow } from "./metrics-window";
 import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, hourStatesQuery, topGroupsFromCells } from "./preaggregated-read";
 
@@ -115,10 +116,16 @@ export async function runAggregation(
       // Cells only when some served hour has them: else the scan answers, with exact percentiles.
       if (unusable && coverage && coverage.hours.some((hour) => states.computed.has(hour))) {
         const cellPlan = plan.cells;
+        const staleHours = coverage.ranges.length > 0 ? [...unusable].filter((hour) => hour * HOUR_MICROS < scope.toMicros && (hour + 1) * HOUR_MICROS > fromMicros).length : 0;
+        await assertScanWithinBound(db, { runId: request.runId, family: request.family, ranges: coverage.ranges, max: scanMaxRecords(c.env.METRICS_SCAN_MAX_RECORDS), staleHours });
         const work = () => cellAggregation(db, request, scope, whole, buckets, plan.values(fromMicros), cellPlan, grouping, unusable, coverage);
         return coverage.scannedMicros > CELL_SCAN_ALLOWANCE_MICROS ? withinScanAdmission(c.env, organizationId, METRICS_COST, work) : work();
       }
     }
+    // No cell serves it: the whole window is scanned. When cells could serve this shape, they lag
+    // (not computed yet, or marked): the scan is long because the upkeep is behind.
+    const lagging = statesQuery && plan.cells ? Math.max(1, statesQuery.read(stateResults)?.unusable.size ?? 1) : 0;
+    await assertScanWithinBound(db, { runId: request.runId, family: request.family, ranges: fromMicros < scope.toMicros ? [[fromMicros, scope.toMicros]] : [], max: scanMaxRecords(c.env.METRICS_SCAN_MAX_RECORDS), staleHours: lagging });
     return withinScanAdmission(c.env, organizationId, METRICS_COST, async () => {
       const values = plan.values(fromMicros);
       const groups = await rankGroups(request.group, () => prepared(db, topGroupsStatement(scope, request.group)), TOP_GROUPS + 1);

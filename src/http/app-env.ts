@@ -16,5 +16,7 @@ export interface AppEnv {
   Variables: {
     requestId: string;
     principal: Principal;
+    /** The databases this request wrote records to: their upkeep is requested once it is answered (src/upkeep). */
+    writtenShards?: Set<string>;
   };
 }

@@ -1,10 +1,11 @@
 /**
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
- * (purge-expired.ts; in the catalog also the ids of logged-out tokens that expired) and the export files past their time (src/export/export-file-removal.ts), backfills roll-ups of records older than their triggers (backfill-rollups.ts),
- * marks the hours of traces older than the pre-aggregated metric cells (src/analytics/metric-cells.ts), records each shard's size in the catalog (placement reads it), and queues
+ * (purge-expired.ts; in the catalog also the ids of logged-out tokens that expired) and the export files past their time (src/export/export-file-removal.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
- * Locally: `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
+ * The derived data (text index, metric cells, roll-up and cell backfills) is the upkeep's
+ * (src/upkeep), which the writes start and every cron run backs up (src/index.ts).
+ * Locally: `npm start` calls it on wrangler.toml's schedule (scripts/start.ts), or `curl "http://127.0.0.1:8787/__scheduled"` while `npm start` runs
  * (docs/operations.md, "Scheduled maintenance").
  */
 import { purgeDeletedTemplates } from "../annotations/template-deletion";
@@ -16,8 +17,6 @@ import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { measureShardSizes } from "../shards/shard-sizes";
 import { scheduleExpiry } from "../retention/schedule-expiry";
-import { backfillMetricCells, refreshMetricCells } from "../analytics/metric-cells";
-import { backfillRollups } from "./backfill-rollups";
 import { purgeExpired } from "./purge-expired";
 
 export async function runScheduledMaintenance(env: Env, scheduledTime: number = Date.now()): Promise<void> {
@@ -31,11 +30,6 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
           `maintenance on ${shard}: purged ${outcome.patches} expired held updates and ${outcome.tombstones} expired tombstones${outcome.complete ? "" : "; more remain for the next run"}`,
         );
       }
-      const backfill = await backfillRollups(db);
-      if (backfill.windows > 0) console.log(`maintenance on ${shard}: roll-up backfill ran ${backfill.windows} windows${backfill.complete ? ", done" : "; more remain for the next run"}`);
-      // Pre-aggregated metric cells: mark the hours of traces older than their triggers (refreshMetricCellsEverywhere recomputes them).
-      const cellBackfill = await backfillMetricCells(db);
-      if (cellBackfill.windows > 0) console.log(`maintenance on ${shard}: metric cell backfill ran ${cellBackfill.windows} windows${cellBackfill.complete ? ", done" : "; more remain for the next run"}`);
       // Deleted annotation templates whose ratings a request could not all remove.
       const templates = await purgeDeletedTemplates(db);
       if (templates.templates > 0 || !templates.complete) {
@@ -70,21 +64,5 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
     }
   } catch (error) {
     console.error(`retention: the expiry run failed: ${error instanceof Error ? error.message : String(error)}`);
-  }
-}
-
-/**
- * Every minute: recompute the pre-aggregated metric cells of the hours writes marked, on every
- * database that holds records (src/analytics/metric-cells.ts), so reads scan at most about a
- * minute's worth of marked hours besides the current one.
- */
-export async function refreshMetricCellsEverywhere(env: Env): Promise<void> {
-  for (const shard of allRecordDatabases(env)) {
-    try {
-      const cells = await refreshMetricCells(shardDatabase(env, shard));
-      if (!cells.complete) console.log(`metric cells on ${shard}: recomputed ${cells.hours} hours; more remain for the next run`);
-    } catch (error) {
-      console.error(`metric cells on ${shard} failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
   }
 }

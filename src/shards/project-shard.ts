@@ -75,6 +75,8 @@ interface RunContext {
   bookmarkHeader: string | undefined;
   setBookmark: (value: string) => void;
   waitUntil: (work: Promise<unknown>) => void;
+  /** Notes that the request wrote to a database: its upkeep is requested after the answer (src/app.ts, src/upkeep). */
+  noteWrite: (shard: string) => void;
 }
 
 function runContext(c: Context<AppEnv>): RunContext {
@@ -91,6 +93,11 @@ function runContext(c: Context<AppEnv>): RunContext {
     bookmarkHeader: c.req.header(BOOKMARK_HEADER),
     setBookmark: (value) => c.header(BOOKMARK_HEADER, value),
     waitUntil,
+    noteWrite: (shard) => {
+      const written = c.get("writtenShards") ?? new Set<string>();
+      written.add(shard);
+      c.set("writtenShards", written);
+    },
   };
 }
 
@@ -112,6 +119,7 @@ async function attempt<T>(ctx: RunContext, route: ProjectRoute, mode: ShardAcces
     if (persist) ctx.waitUntil(persist);
   });
   const result = await work({ route, db });
+  if (mode === "write") ctx.noteWrite(route.shard);
   const after = session.getBookmark();
   if (after) ctx.setBookmark(`${route.shard}:${after}`);
   return result;

@@ -1,21 +1,19 @@
 /**
- * The text index's upkeep (migration 0016), run by every cron: records are indexed in chunks,
+ * The text index's upkeep (migration 0016), run by the upkeep (src/upkeep: after writes, and by every cron): records are indexed in chunks,
  * by moving one of two watermarks; the index covers pending_through < rid <= indexed_through.
  *
  * The catch-up (the steady state): inserts do not index, so ingest pays nothing for the index;
- * raising `indexed_through` by CATCH_UP_CHUNK_RIDS makes the trigger `records_text_catch_up`
+ * raising `indexed_through` by a chunk of rids makes the trigger `records_text_catch_up`
  * index the records written since, in the same statement. Run every minute, it keeps the
- * unindexed tail to about a minute of ingest; searches read that tail as a scan would.
+ * unindexed tail to what was written since the last chunk; searches read that tail as a scan would.
  *
  * The backfill: records written before the index existed are indexed from the highest rid down. A chunk is one statement: lowering
  * `records_text_backfill.pending_through` by BACKFILL_CHUNK_RIDS makes the trigger
  * `records_text_backfill_chunk` index the rows it passes, in the same statement, so a crash never
- * leaves the watermark and the index apart, and running a chunk twice (a retried cron, two
- * isolates) only indexes the next rows. Searches stay exact meanwhile: they read the rows at or
+ * leaves the watermark and the index apart, and running a chunk twice (a retried message, a
+ * dead run's successor) only indexes the next rows. Searches stay exact meanwhile: they read the rows at or
  * below the watermark as a scan would (src/search/text-driver.ts).
  */
-import type { Env } from "../env";
-import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 
 /**
  * Rids per chunk: at most this many records (ids are dense; deleted ones leave gaps), about
@@ -26,9 +24,6 @@ export const BACKFILL_CHUNK_RIDS = 2_000;
 
 /** Rids per catch-up chunk: as the backfill's. */
 export const CATCH_UP_CHUNK_RIDS = 2_000;
-
-/** Wall time one maintenance run spends on the catch-up and backfill of one database. */
-export const BACKFILL_BUDGET_MS = 10_000;
 
 const CHUNK_SQL = `UPDATE records_text_backfill SET pending_through = max(0, pending_through - ?1) WHERE id = 1 AND pending_through > 0 RETURNING pending_through`;
 
@@ -41,35 +36,8 @@ export async function backfillChunk(db: D1Database, chunkRids = BACKFILL_CHUNK_R
 export const CATCH_UP_SQL = `UPDATE records_text_backfill SET indexed_through = min(indexed_through + ?1, (SELECT max(rid) FROM records)) WHERE id = 1 AND indexed_through < (SELECT max(rid) FROM records)`;
 const UNINDEXED_SQL = `SELECT coalesce((SELECT max(rid) FROM records), 0) - indexed_through AS unindexed FROM records_text_backfill WHERE id = 1`;
 
-/** Runs one catch-up chunk; how many rids above the index are left (0: caught up). */
+/** Runs one catch-up chunk of up to `chunkRids` rids; how many rids above the index are left (0: caught up). */
 export async function catchUpChunk(db: D1Database, chunkRids = CATCH_UP_CHUNK_RIDS): Promise<number> {
   const [, left] = await db.batch<{ unindexed: number }>([db.prepare(CATCH_UP_SQL).bind(chunkRids), db.prepare(UNINDEXED_SQL)]);
   return Math.max(0, left!.results[0]?.unindexed ?? 0);
-}
-
-/**
- * Chunks until the index covers every record or the budget is spent, the catch-up first (new
- * records are what searches read most); what the backfill has left, as backfillChunk.
- */
-export async function backfillWithin(db: D1Database, budgetMs = BACKFILL_BUDGET_MS, now: () => number = Date.now): Promise<number> {
-  const started = now();
-  let unindexed = await catchUpChunk(db);
-  while (unindexed > 0 && now() - started < budgetMs) unindexed = await catchUpChunk(db);
-  if (unindexed > 0) console.log(`text index catch-up: ${unindexed} rids left for the next run`);
-  let pending = await backfillChunk(db);
-  while (pending > 0 && now() - started < budgetMs) pending = await backfillChunk(db);
-  return pending;
-}
-
-/** Every cron run: the backfill of each database that holds records, one after the other. */
-export async function backfillTextIndexes(env: Env): Promise<void> {
-  for (const shard of allRecordDatabases(env)) {
-    try {
-      const pending = await backfillWithin(shardDatabase(env, shard));
-      if (pending > 0) console.log(`text index backfill on ${shard}: records up to rid ${pending} remain for the next run`);
-    } catch (error) {
-      // One database down must not keep the others from their backfill.
-      console.error(`text index backfill on ${shard} failed: ${error instanceof Error ? error.message : String(error)}`);
-    }
-  }
 }
