@@ -171,6 +171,22 @@ function compileLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
   return leaf.kind === "fully_annotated" ? fullyAnnotatedLeaf(leaf, pack) : columnLeaf(leaf, pack);
 }
 
+/**
+ * `a OP b OP c ...` as a balanced tree of parenthesised halves. SQLite's parser nests a chain of
+ * binary operators one level per operator, and refuses an expression deeper than 100 levels
+ * ("Expression tree is too large"): an `or` of 30 leaves written as a chain, each leaf a few
+ * levels deep, passed it (issue 30). Balanced, n operands cost ceil(log2 n) levels, so every tree
+ * the body caps allow (docs/search.md, "Limits") stays far below the limit. AND, OR and `||` are
+ * associative, so the grouping changes nothing but the depth; SQLite still splits a balanced AND
+ * into its terms for the planner (every conjunct can drive an index as before).
+ */
+export function balancedJoin(parts: readonly SQL[], operator: "AND" | "OR" | "||"): SQL {
+  if (parts.length === 0) throw new Error("balancedJoin of nothing");
+  if (parts.length === 1) return parts[0]!;
+  const middle = Math.ceil(parts.length / 2);
+  return sql`(${balancedJoin(parts.slice(0, middle), operator)} ${sql.raw(operator)} ${balancedJoin(parts.slice(middle), operator)})`;
+}
+
 /** The filter as a 0/1 expression over `r`. An empty AND is 1, an empty OR is 0. */
 export function compileFilter(node: FilterNode, pack: SqlParamPack): SQL {
   switch (node.kind) {
@@ -180,10 +196,10 @@ export function compileFilter(node: FilterNode, pack: SqlParamPack): SQL {
       return sql`(NOT ${compileFilter(node.child, pack)})`;
     case "and":
       if (node.children.length === 0) return sql.raw("1");
-      return sql`(${sql.join(node.children.map((c) => compileFilter(c, pack)), sql.raw(" AND "))})`;
+      return sql`(${balancedJoin(node.children.map((c) => compileFilter(c, pack)), "AND")})`;
     case "or":
       if (node.children.length === 0) return sql.raw("0");
-      return sql`(${sql.join(node.children.map((c) => compileFilter(c, pack)), sql.raw(" OR "))})`;
+      return sql`(${balancedJoin(node.children.map((c) => compileFilter(c, pack)), "OR")})`;
   }
 }
 
