@@ -61,6 +61,7 @@ declare global {
       ORG_CONCURRENT_SCANS?: string;
       ORG_SCAN_TIME_PERCENT?: string;
       TEXT_INDEX_MAX_CANDIDATES?: string;
+      EXPORT_SLOT_WAIT_SECONDS?: string;
       PASSWORD_FREE_FAILURES_PER_EMAIL?: string;
       PASSWORD_FREE_FAILURES_PER_IP?: string;
       PASSWORD_MAX_LOCKOUT_SECONDS?: string;

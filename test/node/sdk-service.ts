@@ -76,7 +76,8 @@ async function waitUntilHealthy(origin: string, child: ChildProcess, output: () 
   throw new Error(`wrangler dev did not become healthy in ${timeoutMs} ms:\n${output()}`);
 }
 
-export async function startService(): Promise<RunningService> {
+/** `vars`: wrangler.toml [vars] overridden for this service (e.g. a lower scan time share). */
+export async function startService(options: { vars?: Record<string, string> } = {}): Promise<RunningService> {
   // Every database wrangler.toml declares, migrated: the catalog and the data shards.
   const persistDir = await migratedStateDir("trace-store-sdk-");
   const d1 = ["DB", "--local", "--persist-to", persistDir];
@@ -99,8 +100,9 @@ export async function startService(): Promise<RunningService> {
       "--port", String(port),
       "--persist-to", persistDir,
       "--var", `TOKEN_SECRET:${randomBytes(32).toString("hex")}`,
+      ...Object.entries(options.vars ?? {}).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
       "--show-interactive-dev-session=false",
-      "--log-level", "warn",
+      "--log-level", process.env.WLOG ?? "warn",
     ],
     // Its own process group, so that stopping it stops the workerd it starts too.
     { cwd: ROOT, env: WRANGLER_ENV, detached: true, stdio: ["ignore", "pipe", "pipe"] },
