@@ -141,6 +141,7 @@ function annotationLeaf(column: AnnotationColumnRef, leaf: Exclude<FilterLeaf, {
  * template lacks such a rating, and there is at least one template.
  */
 function fullyAnnotatedLeaf(leaf: Extract<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
+  if (leaf.queue) return queueFullyAnnotatedLeaf(leaf.queue, leaf.userIds, pack);
   if (leaf.projectId === undefined) throw new Error("fully_annotated leaf without its project (bindAnnotationColumns)");
   const project = pack.value(leaf.projectId);
   const templates = sql`"annotation_templates" AS "fat" WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL`;
@@ -148,6 +149,18 @@ function fullyAnnotatedLeaf(leaf: Extract<FilterLeaf, { kind: "fully_annotated" 
   const byUser = leaf.userIds ? sql` AND "faa"."annotator_id" = "fau"."value"` : sql``;
   const missing = sql`SELECT 1 FROM "annotation_templates" AS "fat"${users} WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL AND NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "faa" WHERE "faa"."record_rid" = ${r.rid} AND "faa"."template_id" = "fat"."id"${byUser})`;
   return sql`(EXISTS (SELECT 1 FROM ${templates}) AND NOT EXISTS (${missing}))`;
+}
+
+/**
+ * In a queue's search: no (queue template, annotator) pair lacks a rating of the record, the
+ * annotators being `userIds` or else the queue's; false when the queue has no template or no
+ * annotator (nothing can be fully annotated there).
+ */
+function queueFullyAnnotatedLeaf(queue: { templateIds: string[]; annotatorIds: string[] }, userIds: string[] | null, pack: SqlParamPack): SQL {
+  const annotators = userIds ?? queue.annotatorIds;
+  if (queue.templateIds.length === 0 || annotators.length === 0) return sql.raw("0");
+  const missing = sql`SELECT 1 FROM json_each(${pack.list(queue.templateIds)}) AS "fqt", json_each(${pack.list(annotators)}) AS "fqu" WHERE NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "fqa" WHERE "fqa"."record_rid" = ${r.rid} AND "fqa"."template_id" = "fqt"."value" AND "fqa"."annotator_id" = "fqu"."value")`;
+  return sql`(NOT EXISTS (${missing}))`;
 }
 
 function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
