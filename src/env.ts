@@ -79,6 +79,7 @@ declare global {
       UPKEEP_AFTER_WRITES?: string;
       /** Records one metrics request may aggregate by scanning; past it a 503 (src/analytics/scan-bound.ts). */
       METRICS_SCAN_MAX_RECORDS?: string;
+      EXPORT_SLOT_WAIT_SECONDS?: string;
       PASSWORD_FREE_FAILURES_PER_EMAIL?: string;
       PASSWORD_FREE_FAILURES_PER_IP?: string;
       PASSWORD_MAX_LOCKOUT_SECONDS?: string;

@@ -1,6 +1,7 @@
 import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env, ExportMessage, MoveMessage, UpkeepMessage } from "./env";
+import { drainUnreadBody } from "./http/drain-request-body";
 import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
 import { runScheduledMaintenance } from "./maintenance/scheduled";
@@ -28,7 +29,13 @@ function withDefaultContentType(request: Request): Request {
 }
 
 export default {
-  fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
+  fetch: async (request, env, ctx) => {
+    const received = withDefaultContentType(request);
+    const response = await app.fetch(received, env, ctx);
+    // An answer given without reading the body (a refusal) takes the rest of it first.
+    await drainUnreadBody(received);
+    return response;
+  },
   queue: async (batch, env) => {
     if (batch.queue === UPKEEP_QUEUE_NAME) return handleUpkeepQueue(batch as MessageBatch<UpkeepMessage>, env);
     if (isMoveQueue(batch.queue)) {

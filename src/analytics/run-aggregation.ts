@@ -14,7 +14,8 @@ import { type QueryCost, withinScanAdmission } from "../limits/scan-admission";
 import { retentionCutoffMicros } from "../retention/retention-policy";
 import { onProjectShard } from "../shards/project-shard";
 import type { RecordFamily } from "../columns/standard-columns";
-import type { FilterNode } from "../search/search-query";
+import { bindAnnotationColumns } from "../search/bind-annotation-columns";
+import type { FilterNode, SearchQuery } from "../search/search-query";
 import {
   type AggregateScope,
   aggregateStatement,
@@ -97,6 +98,9 @@ export async function runAggregation(
   const organizationId = c.get("principal").organizationId;
   const declaredKey = request.group.kind === "metadata" ? await declaredMetadataKey(c, request.projectId) : null;
   return onProjectShard(c, request.projectId, "read", async ({ db, route }) => {
+    // Annotation leaves name the project's templates (a 422 for one it lacks or a leaf that does
+    // not fit it) and fully_annotated needs the project, as in partial_search.
+    await bindAnnotationColumns(db, request.projectId, { filter: request.filter, sort: null } as unknown as SearchQuery);
     const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros());
     const fromMicros = Math.max(request.window.startMicros, cutoff ?? Number.MIN_SAFE_INTEGER);
     const scope: AggregateScope = { family: request.family, runId: request.runId, fromMicros, toMicros: request.window.endMicros, filter: request.filter };

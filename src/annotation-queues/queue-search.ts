@@ -81,7 +81,7 @@ export async function queuePage(c: Context<AppEnv>, scope: QueueScope, query: Se
   const firsts = await Promise.all(
     scope.projects.map((projectId) =>
       onProjectShard(c, projectId, "read", async ({ db }) => {
-        await bindAnnotationColumns(db, projectId, query);
+        await bindAnnotationColumns(db, projectId, query, { templates: scope.templates, annotators: scope.annotators });
         const one = phaseOne(scope.queueId, projectId, query.filter, want, recordId);
         const [state, seqs] = await db.batch([projectStateStatement(db, projectId), db.prepare(one.sql).bind(one.param)]);
         if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);

@@ -6,6 +6,7 @@
  * growing delays; after MAX_ATTEMPTS the export is marked failed (its partial file removed by the
  * next clean-up) instead of waiting for a dead-letter queue.
  */
+import { refusalRetryAfter } from "./slot-wait";
 import { retryDelaySeconds } from "../deletion/deletion-budgets";
 import type { Env, ExportMessage } from "../env";
 import { RequestValidationError } from "../http/errors";
@@ -45,6 +46,15 @@ export async function handleExportQueue(batch: MessageBatch<ExportMessage>, env:
       if (outcome === "continues") await env.EXPORT_QUEUE.send({ jobId: state.jobId });
       message.ack();
     } catch (error) {
+      // A scan slot refused (the organization's scans are busy, or its scan time spent) is not a
+      // failure: the job continues from its saved state once the refusal ends, in a new message,
+      // so that refusals never use up the attempts that stop a failing export.
+      const refusedFor = refusalRetryAfter(error);
+      if (refusedFor !== undefined) {
+        await env.EXPORT_QUEUE.send({ jobId: jobId.toLowerCase() }, { delaySeconds: Math.ceil(refusedFor) });
+        message.ack();
+        continue;
+      }
       // A request that no longer compiles (an annotation template deleted since) never will.
       if (error instanceof RequestValidationError || message.attempts >= MAX_ATTEMPTS) {
         console.error(`export job ${jobId}: giving up after attempt ${message.attempts}: ${errorText(error)}`);

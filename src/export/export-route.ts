@@ -5,13 +5,20 @@
  *
  * The body is a ReadableStream whose `pull` reads and writes the next page of roots (with their
  * descendants) only when the client has taken the previous one: backpressure from the socket
- * reaches the database, and memory holds one page whatever the size of the export. A failure
- * mid-stream is logged and errors the stream (controller.error): the response is aborted and its
- * body never completes, so a client never mistakes a cut export for a whole one.
+ * reaches the database, and memory holds one page whatever the size of the export.
  *
  * The first page is read before answering, within the one shard access that also binds the
  * filter's annotation columns and gives the retention window: a refusal there (a scan over the
- * organization's limits, a moved project) is an ordinary error answer, not a cut stream.
+ * organization's limits, a moved project) is an ordinary error answer, not a cut stream. Past
+ * it, a page whose scan slot is refused waits for it (slot-wait.ts) instead of failing.
+ *
+ * A failure mid-stream (a database error, a statement past D1's time limit, a slot still refused
+ * past the wait) is logged and errors the stream (controller.error): the response is aborted and
+ * its body never completes. Not every transport shows that: under `wrangler dev` an errored body
+ * reached the client as a complete chunked answer (issue 30). So before the error the stream
+ * writes FAILURE_LINE, on a line of its own, which no format can take for a record (not JSON; in
+ * CSV a row of one field that says so): a file cut by a failure says it is cut, whatever carried
+ * it. docs/export.md, "Failures".
  */
 import { createRoute, z } from "@hono/zod-openapi";
 import { database, nowMicros } from "../db/client";
@@ -27,6 +34,7 @@ import { withinSearchAdmission } from "../search/search-cost";
 import { CONTENT_TYPES, type ExportFormat, sanitizedFileName } from "./export-formats";
 import { ExportBody, exportQueryOf } from "./export-request";
 import { exportChunks } from "./export-writer";
+import { admittedWhenFree } from "./slot-wait";
 
 const exportRoute = createRoute({
   method: "post",
@@ -48,6 +56,14 @@ const exportRoute = createRoute({
   },
 });
 
+/**
+ * The last line of an export cut by a failure: on a line of its own (the text before may end
+ * within a nested line), not JSON, so a JSONL reader fails on it, and a CSV row that says so.
+ */
+export function failureLine(requestId: string | undefined): string {
+  return `\nEXPORT FAILED: this file is incomplete${requestId ? ` (request ${requestId})` : ""}; export again\n`;
+}
+
 export function registerExport(app: Router): void {
   app.openapi(exportRoute, async (c) => {
     const { project_id } = c.req.valid("param");
@@ -57,21 +73,33 @@ export function registerExport(app: Router): void {
     const { base, columns } = exportQueryOf(body);
     const run = await ownedRunWithProject(database(c.env.DB), principal, project_id, runSelectorOf(body));
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId, runKind: run.kind };
+    let streaming = false;
     const { chunks, first } = await onProjectShard(c, project_id, "read", async ({ db, route }) => {
       // Annotation leaves are checked against the project's templates, which live on its shard.
       await bindAnnotationColumns(db, project_id, base);
       const query = withinRetention(base, route.retentionDays, nowMicros());
       // Pages after the first may run long after this session's request: the shard's binding.
-      const source = { db: shardDatabase(c.env, route.shard), scope, admit: <T>(page: typeof query, work: () => Promise<T>) => withinSearchAdmission(c.env, principal.organizationId, page, work) };
+      const admit = <T>(page: typeof query, work: () => Promise<T>) => withinSearchAdmission(c.env, principal.organizationId, page, work);
+      const source = {
+        db: shardDatabase(c.env, route.shard),
+        scope,
+        // Refused before the first byte: a 429. After it: wait for the slot.
+        admit: <T>(page: typeof query, work: () => Promise<T>) => (streaming ? admittedWhenFree(c.env, () => admit(page, work)) : admit(page, work)),
+      };
       const chunks = exportChunks({ source, query, format, columns, redact: body.redact });
       return { chunks, first: await chunks.next() };
     });
     const encoder = new TextEncoder();
     const requestId = c.get("requestId");
     let pending: IteratorResult<{ text: string }> | undefined = first;
+    streaming = true;
+    let failed: { error: unknown } | undefined;
 
     const stream = new ReadableStream<Uint8Array>({
       async pull(controller) {
+        // The failure line went out with the last pull: now abort (erroring the stream at once
+        // would drop that line from the queue before the client read it).
+        if (failed) return controller.error(failed.error);
         try {
           // Every chunk holds text (a page has at least one root), so each pull enqueues or closes.
           const next = pending ?? (await chunks.next());
@@ -80,7 +108,8 @@ export function registerExport(app: Router): void {
           else controller.enqueue(encoder.encode(next.value.text));
         } catch (error) {
           console.error(`export of project ${project_id} failed mid-stream${requestId ? ` (request ${requestId})` : ""}:`, error instanceof Error ? error.message : String(error));
-          controller.error(error);
+          failed = { error };
+          controller.enqueue(encoder.encode(failureLine(requestId)));
         }
       },
       async cancel() {

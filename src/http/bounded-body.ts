@@ -33,7 +33,8 @@ export function bodyTooLarge(limit: BodyLimit): ApiError {
 
 /**
  * The whole body, or undefined as soon as more than `cap` bytes have arrived (the rest is left
- * unread and the stream cancelled). Also the OTLP intake's reader (src/otlp/read-body.ts).
+ * unread, the stream released: the entry point drains a request's body up to a bound before the
+ * 413 goes out, src/http/drain-request-body.ts). Also the OTLP intake's reader (src/otlp/read-body.ts).
  */
 export async function readWithin(body: ReadableStream<Uint8Array> | null, cap: number): Promise<Uint8Array | undefined> {
   if (body === null) return new Uint8Array(0);
@@ -45,7 +46,7 @@ export async function readWithin(body: ReadableStream<Uint8Array> | null, cap: n
     if (done) break;
     total += value.byteLength;
     if (total > cap) {
-      reader.cancel().catch(() => undefined);
+      reader.releaseLock();
       return undefined;
     }
     chunks.push(value);

@@ -25,6 +25,11 @@ export const LIMIT_DEFAULTS = {
    * a needle the run holds more often is answered by a scan-class search.
    */
   TEXT_INDEX_MAX_CANDIDATES: 20_000,
+  /**
+   * Seconds a streamed export, past its first page, waits in all for one page's scan slot before
+   * the refusal fails it (src/export/slot-wait.ts): longer than a lease (40 s) and the window.
+   */
+  EXPORT_SLOT_WAIT_SECONDS: 120,
   /** Failed password checks per email before lock-outs start. */
   PASSWORD_FREE_FAILURES_PER_EMAIL: 5,
   /** Failed password checks per client IP before lock-outs start (an office shares one IP). */

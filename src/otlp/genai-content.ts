@@ -87,11 +87,23 @@ function semconvMessage(value: Plain): ChatMessage[] {
   return [message(role, texts.join("\n"), calls, undefined), ...results.map((r) => message("tool", r.content, [], r.id))];
 }
 
-function semconvMessages(value: Plain | undefined): ChatMessage[] | undefined {
+/**
+ * `gen_ai.input|output.messages` as messages. A value that does not read as a list of messages
+ * (text nested deeper than MAX_TEXT_JSON_DEPTH, text that is not JSON, a structure that is not a
+ * list, a list in which no message is found) is kept whole as one message of `role` holding its
+ * text: contract section 12, nothing sent is lost (issue 30: 6,000 levels of `[` were stored as
+ * an empty input). An empty list, or no attribute, gives none.
+ */
+function semconvMessages(value: Plain | undefined, role: string): ChatMessage[] | undefined {
+  if (value === undefined || value === null) return undefined;
   const parsed = structured(value);
-  if (!Array.isArray(parsed)) return undefined;
-  const messages = parsed.flatMap(semconvMessage);
-  return messages.length > 0 ? messages : undefined;
+  if (Array.isArray(parsed)) {
+    const messages = parsed.flatMap(semconvMessage);
+    if (messages.length > 0) return messages;
+    if (parsed.length === 0) return undefined;
+  }
+  const whole = text(value);
+  return whole.trim() === "" ? undefined : [message(role, whole, [], undefined)];
 }
 
 /** `gen_ai.system_instructions`: a list of parts (or a string) as one system message. */
@@ -134,7 +146,7 @@ function openInferenceMessages(groups: Map<string, Plain>[], defaultRole: string
 export function inputMessages(attrs: SpanAttributes): ChatMessage[] | undefined {
   const system = systemInstructions(attrs.take("gen_ai.system_instructions"));
   const messages =
-    semconvMessages(attrs.take("gen_ai.input.messages")) ??
+    semconvMessages(attrs.take("gen_ai.input.messages"), "user") ??
     flattenedMessages(attrs.indexed("gen_ai.prompt."), "user") ??
     openInferenceMessages(attrs.indexed("llm.input_messages."), "user");
   if (system && !(messages?.[0]?.role === "system")) return [system, ...(messages ?? [])];
@@ -143,8 +155,9 @@ export function inputMessages(attrs: SpanAttributes): ChatMessage[] | undefined 
 
 /** Messages the model answered (the first is the span's output), and the finish reason they give. */
 export function outputMessages(attrs: SpanAttributes): { messages: ChatMessage[]; finishReason?: string } | undefined {
-  const raw = structured(attrs.take("gen_ai.output.messages"));
-  const semconv = semconvMessages(raw);
+  const taken = attrs.take("gen_ai.output.messages");
+  const raw = structured(taken);
+  const semconv = semconvMessages(taken, "assistant");
   if (semconv) {
     const first = Array.isArray(raw) && isRecord(raw[0]) ? stringOf(raw[0].finish_reason) : undefined;
     return { messages: semconv, finishReason: first };

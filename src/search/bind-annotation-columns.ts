@@ -7,7 +7,7 @@
  * (like_dislike: boolean; star, score: number; tags: collection; choice, tree_choice, text: text).
  */
 import { cachedDefinitions, rememberDefinitions } from "../annotations/template-definitions";
-import { listTemplatesStatement, type TemplateRow } from "../annotations/template-store";
+import { listTemplatesStatement, type TemplateDefinition, type TemplateRow } from "../annotations/template-store";
 import type { FilterType } from "../columns/standard-columns";
 import type { AnnotationType } from "../db/schema";
 import { RequestValidationError } from "../http/errors";
@@ -32,14 +32,31 @@ function leavesOf(node: FilterNode, out: FilterLeaf[] = []): FilterLeaf[] {
   return out;
 }
 
-export async function bindAnnotationColumns(db: D1Database, projectId: string, query: SearchQuery): Promise<void> {
+/**
+ * `queue`: a queue's search (contract section 8): `annotations/<id>` may name the queue's own
+ * templates (their ratings live beside the records, under the queue template's id) as well as
+ * the project's, and `fully_annotated` is scoped to the queue's templates and annotators.
+ */
+export interface QueueBinding {
+  templates: readonly TemplateDefinition[];
+  annotators: readonly string[];
+}
+
+export async function bindAnnotationColumns(db: D1Database, projectId: string, query: SearchQuery, queue?: QueueBinding): Promise<void> {
   const leaves = leavesOf(query.filter);
-  for (const leaf of leaves) if (leaf.kind === "fully_annotated") leaf.projectId = projectId;
+  for (const leaf of leaves) {
+    if (leaf.kind !== "fully_annotated") continue;
+    leaf.projectId = projectId;
+    if (queue) leaf.queue = { templateIds: queue.templates.map((t) => t.id), annotatorIds: [...queue.annotators] };
+  }
   const refs: AnnotationColumnRef[] = leaves.flatMap((leaf) => (leaf.kind !== "fully_annotated" && leaf.column.kind === "annotation" ? [leaf.column] : []));
   if (query.sort?.column.kind === "annotation") refs.push(query.sort.column);
   if (refs.length === 0) return;
   const ids = [...new Set(refs.map((ref) => ref.templateId))];
-  const { found, missing } = cachedDefinitions(projectId, ids);
+  const queueTemplates = new Map((queue?.templates ?? []).map((t) => [t.id, t]));
+  const { found, missing: notCached } = cachedDefinitions(projectId, ids.filter((id) => !queueTemplates.has(id)));
+  for (const [id, template] of queueTemplates) if (ids.includes(id)) found.set(id, template);
+  const missing = notCached;
   if (missing.length > 0) {
     const { results } = await listTemplatesStatement(db, projectId, false).all<TemplateRow>();
     for (const definition of rememberDefinitions(projectId, results)) if (ids.includes(definition.id)) found.set(definition.id, definition);

@@ -141,6 +141,7 @@ function annotationLeaf(column: AnnotationColumnRef, leaf: Exclude<FilterLeaf, {
  * template lacks such a rating, and there is at least one template.
  */
 function fullyAnnotatedLeaf(leaf: Extract<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
+  if (leaf.queue) return queueFullyAnnotatedLeaf(leaf.queue, leaf.userIds, pack);
   if (leaf.projectId === undefined) throw new Error("fully_annotated leaf without its project (bindAnnotationColumns)");
   const project = pack.value(leaf.projectId);
   const templates = sql`"annotation_templates" AS "fat" WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL`;
@@ -148,6 +149,18 @@ function fullyAnnotatedLeaf(leaf: Extract<FilterLeaf, { kind: "fully_annotated" 
   const byUser = leaf.userIds ? sql` AND "faa"."annotator_id" = "fau"."value"` : sql``;
   const missing = sql`SELECT 1 FROM "annotation_templates" AS "fat"${users} WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL AND NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "faa" WHERE "faa"."record_rid" = ${r.rid} AND "faa"."template_id" = "fat"."id"${byUser})`;
   return sql`(EXISTS (SELECT 1 FROM ${templates}) AND NOT EXISTS (${missing}))`;
+}
+
+/**
+ * In a queue's search: no (queue template, annotator) pair lacks a rating of the record, the
+ * annotators being `userIds` or else the queue's; false when the queue has no template or no
+ * annotator (nothing can be fully annotated there).
+ */
+function queueFullyAnnotatedLeaf(queue: { templateIds: string[]; annotatorIds: string[] }, userIds: string[] | null, pack: SqlParamPack): SQL {
+  const annotators = userIds ?? queue.annotatorIds;
+  if (queue.templateIds.length === 0 || annotators.length === 0) return sql.raw("0");
+  const missing = sql`SELECT 1 FROM json_each(${pack.list(queue.templateIds)}) AS "fqt", json_each(${pack.list(annotators)}) AS "fqu" WHERE NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "fqa" WHERE "fqa"."record_rid" = ${r.rid} AND "fqa"."template_id" = "fqt"."value" AND "fqa"."annotator_id" = "fqu"."value")`;
+  return sql`(NOT EXISTS (${missing}))`;
 }
 
 function columnLeaf(leaf: Exclude<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
@@ -171,6 +184,22 @@ function compileLeaf(leaf: FilterLeaf, pack: SqlParamPack): SQL {
   return leaf.kind === "fully_annotated" ? fullyAnnotatedLeaf(leaf, pack) : columnLeaf(leaf, pack);
 }
 
+/**
+ * `a OP b OP c ...` as a balanced tree of parenthesised halves. SQLite's parser nests a chain of
+ * binary operators one level per operator, and refuses an expression deeper than 100 levels
+ * ("Expression tree is too large"): an `or` of 30 leaves written as a chain, each leaf a few
+ * levels deep, passed it (issue 30). Balanced, n operands cost ceil(log2 n) levels, so every tree
+ * the body caps allow (docs/search.md, "Limits") stays far below the limit. AND, OR and `||` are
+ * associative, so the grouping changes nothing but the depth; SQLite still splits a balanced AND
+ * into its terms for the planner (every conjunct can drive an index as before).
+ */
+export function balancedJoin(parts: readonly SQL[], operator: "AND" | "OR" | "||"): SQL {
+  if (parts.length === 0) throw new Error("balancedJoin of nothing");
+  if (parts.length === 1) return parts[0]!;
+  const middle = Math.ceil(parts.length / 2);
+  return sql`(${balancedJoin(parts.slice(0, middle), operator)} ${sql.raw(operator)} ${balancedJoin(parts.slice(middle), operator)})`;
+}
+
 /** The filter as a 0/1 expression over `r`. An empty AND is 1, an empty OR is 0. */
 export function compileFilter(node: FilterNode, pack: SqlParamPack): SQL {
   switch (node.kind) {
@@ -180,10 +209,10 @@ export function compileFilter(node: FilterNode, pack: SqlParamPack): SQL {
       return sql`(NOT ${compileFilter(node.child, pack)})`;
     case "and":
       if (node.children.length === 0) return sql.raw("1");
-      return sql`(${sql.join(node.children.map((c) => compileFilter(c, pack)), sql.raw(" AND "))})`;
+      return sql`(${balancedJoin(node.children.map((c) => compileFilter(c, pack)), "AND")})`;
     case "or":
       if (node.children.length === 0) return sql.raw("0");
-      return sql`(${sql.join(node.children.map((c) => compileFilter(c, pack)), sql.raw(" OR "))})`;
+      return sql`(${balancedJoin(node.children.map((c) => compileFilter(c, pack)), "OR")})`;
   }
 }
 

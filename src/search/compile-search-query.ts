@@ -26,7 +26,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { RunKind } from "../db/schema";
-import { compileFilter, conjunctsOf, DATASET_ENTRY_TEXT, valueTest } from "./compile-filter-tree";
+import { balancedJoin, compileFilter, conjunctsOf, DATASET_ENTRY_TEXT, valueTest } from "./compile-filter-tree";
 import type { ColumnRef } from "./search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
 import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, guardRun, leafMetadata, metricKey, r, recordColumn, recordMetricRows } from "./search-tables";
@@ -93,7 +93,7 @@ export function runOwnedBy(scope: SearchScope, pack: SqlParamPack): SQL {
 }
 
 function residual(nodes: readonly FilterNode[], pack: SqlParamPack): SQL {
-  return nodes.length === 0 ? sql.raw("1") : sql.join(nodes.map((n) => compileFilter(n, pack)), sql.raw(" AND "));
+  return nodes.length === 0 ? sql.raw("1") : balancedJoin(nodes.map((n) => compileFilter(n, pack)), "AND");
 }
 
 function pageLimit(ctx: Context): SQL {
@@ -253,8 +253,10 @@ function sidePlan(ctx: Context, driver: SideDriver): SQL {
             recordRid: sql`${driverTags.recordRid}`,
             match: sql`${driverTags.familyKey} = ${familyKey} AND ${driverTags.tag} = ${pack.value((leaf as { value: string }).value)}`,
           };
-  const ranges = createdAtRanges(conjuncts, side.createdAt, pack).map((range) => sql` AND ${range}`);
-  return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${side.table} CROSS JOIN ${from(r)} ON ${r.rid} = ${side.recordRid} WHERE ${side.match}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${residual(rest, pack)} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
+  const ranges = createdAtRanges(conjuncts, side.createdAt, pack);
+  // Balanced (balancedJoin): up to 50 range terms in a chain would pass SQLite's depth limit.
+  const where = balancedJoin([side.match, ...ranges, baseConditions(ctx), residual(rest, pack)], "AND");
+  return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${side.table} CROSS JOIN ${from(r)} ON ${r.rid} = ${side.recordRid} WHERE ${where} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
 }
 
 /**
@@ -288,12 +290,12 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
     const leaf = leafOf(node);
     return leaf !== undefined && leaf.kind !== "fully_annotated" && leaf.column.kind === "metric" && leaf.column.name === name;
   };
-  const ranges = conjuncts.filter(onMetric).map((node) => sql` AND ${valueTest(driverMetrics.value, leafOf(node)!, pack)}`);
+  const ranges = conjuncts.filter(onMetric).map((node) => valueTest(driverMetrics.value, leafOf(node)!, pack));
   const rest = residual(conjuncts.filter((c) => !onMetric(c)), pack);
   const metricName = pack.value(name);
   const { familyKey } = ctx;
   const key = sql`(SELECT ${metricKey.key} FROM ${from(metricKey)} WHERE ${metricKey.familyKey} = ${familyKey} AND ${metricKey.name} = ${metricName})`;
-  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${driverMetrics.metricKey} = ${key}${sql.join(ranges)} AND ${baseConditions(ctx)} AND ${rest}`;
+  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${balancedJoin([sql`${driverMetrics.metricKey} = ${key}`, ...ranges, baseConditions(ctx), rest], "AND")}`;
   const firstArm = sql`SELECT 0 AS "arm", ${driverMetrics.value} AS "sort_value", ${ctx.columns} FROM ${withMetric} ORDER BY ${driverMetrics.value} ${dir}, ${driverMetrics.recordId} ${dir} ${pageLimit(ctx)}`;
   if (ranges.length > 0) return { with: sql``, inner: firstArm };
 

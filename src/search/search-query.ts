@@ -28,7 +28,16 @@ export type FilterLeaf =
    * `fully_annotated`: rated on every live template of the project, by each of `userIds` (null:
    * by anyone); false when the project has no template.
    */
-  | { kind: "fully_annotated"; userIds: string[] | null; projectId?: string };
+  | {
+      kind: "fully_annotated";
+      userIds: string[] | null;
+      projectId?: string;
+      /**
+       * In a queue's search (contract section 8): rated on every one of the queue's templates by
+       * each of `userIds`, or by each of the queue's annotators when userIds is null.
+       */
+      queue?: { templateIds: string[]; annotatorIds: string[] };
+    };
 
 export type FilterNode =
   | { kind: "and"; children: FilterNode[] }

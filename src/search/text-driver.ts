@@ -25,7 +25,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import { familyTokenSql } from "../text-index/family-token";
 import { needleTrigrams, quotedTrigram, RARE_TRIGRAM_DOCS, RAREST_TRIGRAMS } from "../text-index/needle-trigrams";
-import { conjunctsOf } from "./compile-filter-tree";
+import { balancedJoin, conjunctsOf } from "./compile-filter-tree";
 import type { FilterLeaf, FilterNode, SearchQuery } from "./search-query";
 import type { SqlParamPack } from "./sql-param-pack";
 
@@ -129,7 +129,9 @@ export function trigramMatchQuery(set: readonly string[], pack: SqlParamPack): S
 function trigramsQuery(alternatives: readonly (readonly string[])[], pack: SqlParamPack): SQL {
   if (alternatives.length === 1) return trigramMatchQuery(alternatives[0]!, pack);
   const sets = alternatives.map((set) => sql`'(' || ${trigramMatchQuery(set, pack)} || ')'`);
-  return sql`'(' || ${sql.join(sets, sql.raw(` || ' OR ' || `))} || ')'`;
+  // Balanced (balancedJoin): a chain of `||` over 50 alternatives passed SQLite's depth limit.
+  const ored = sets.map((set, i) => (i === 0 ? set : sql`' OR ' || ${set}`));
+  return sql`'(' || ${balancedJoin(ored, "||")} || ')'`;
 }
 
 /**

@@ -88,7 +88,8 @@ async function readRetryingBusy<R>(read: () => Promise<R>): Promise<R> {
   }
 }
 
-export async function startService(): Promise<RunningService> {
+/** `vars`: wrangler.toml [vars] overridden for this service (e.g. a lower scan time share). */
+export async function startService(options: { vars?: Record<string, string> } = {}): Promise<RunningService> {
   // Every database wrangler.toml declares, migrated: the catalog and the data shards.
   const persistDir = await migratedStateDir("trace-store-sdk-");
 
@@ -118,8 +119,9 @@ export async function startService(): Promise<RunningService> {
       "--inspector-port", "0",
       "--persist-to", persistDir,
       "--var", `TOKEN_SECRET:${randomBytes(32).toString("hex")}`,
+      ...Object.entries(options.vars ?? {}).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
       "--show-interactive-dev-session=false",
-      "--log-level", "warn",
+      "--log-level", process.env.WLOG ?? "warn",
     ],
     // Its own process group, so that stopping it stops the workerd it starts too.
     { cwd: ROOT, env: WRANGLER_ENV, detached: true, stdio: ["ignore", "pipe", "pipe"] },
