@@ -28,6 +28,7 @@ import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
 import { registerPrices } from "./pricing/price-routes";
+import { registerRedactionPolicy } from "./redaction/policy-routes";
 import { registerProjectUsage } from "./projects/project-usage";
 import { registerProjects } from "./projects/projects-routes";
 import { registerRuns } from "./projects/runs-routes";
@@ -62,6 +63,7 @@ function protectedRoutes() {
   registerRuns(router);
   registerIngest(router);
   registerStreamingIngest(router);
+  registerRedactionPolicy(router);
   registerAvailableColumns(router);
   // SDK-specific answer shape; before the search routes it wraps.
   registerGeneratedClientCompat(router);

@@ -190,6 +190,9 @@ describe("masking rules", () => {
   it("keeps the longest of overlapping matches, then the detector listed first", () => {
     // A phone number used as a password: the longer credential region wins.
     expect(maskText("redis://admin:+12125550187@cache/0", DETECTORS)).toBe("redis://[REDACTED:url_credentials]@cache/0");
+    // A password followed by its host is not an e-mail address; mailto: is.
+    expect(maskText("db postgres://app:hunter-2a@db.internal/x", DETECTORS)).toBe("db postgres://[REDACTED:url_credentials]@db.internal/x");
+    expect(maskText("write to mailto:jane@example.com", DETECTORS)).toBe("write to mailto:[REDACTED:email]");
     // Equal length: the one listed first (built-in detectors come before custom patterns).
     const custom = customMatcher({ name: "staff", pattern: "[a-z]+@example\\.com" });
     expect(maskText("x jane@example.com y", [...DETECTORS, custom])).toBe("x [REDACTED:email] y");

@@ -461,6 +461,9 @@ export const recordPatches = sqliteTable(
     durationNs: real("duration_ns"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
+    /** Masked copies of input and output (redaction in shadow mode, src/redaction; migration 0022). */
+    redactedInput: text("redacted_input"),
+    redactedOutput: text("redacted_output"),
   },
   (t) => [
     primaryKey({ columns: [t.recordId, t.runId] }),
@@ -760,3 +763,12 @@ export const exportFiles = sqliteTable(
     index("export_files_due").on(t.expiresAt).where(sql`removed_at IS NULL`),
   ],
 );
+
+/** A project's redaction policy (src/redaction; migration 0022): the JSON the API reads and writes. */
+export const projectRedaction = sqliteTable("project_redaction", {
+  projectId: text("project_id")
+    .primaryKey()
+    .references(() => projects.id, { onDelete: "cascade" }),
+  policy: text("policy").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});

@@ -32,14 +32,14 @@ export interface Detector {
  * when the candidate is not real (the scan then resumes one character later, so a rejected
  * candidate never hides a real one that starts inside it).
  */
-function scanner(pattern: RegExp, accept: (m: RegExpExecArray) => Span | null): (text: string, out: Span[]) => void {
+function scanner(pattern: RegExp, accept: (m: RegExpExecArray, text: string) => Span | null): (text: string, out: Span[]) => void {
   // Compiled once; a scan is synchronous, so sharing the regex (and its lastIndex) is safe.
   const re = new RegExp(pattern.source, pattern.flags.includes("g") ? pattern.flags : `${pattern.flags}g`);
   return (text, out) => {
     re.lastIndex = 0;
     let m: RegExpExecArray | null;
     while ((m = re.exec(text)) !== null) {
-      const region = accept(m);
+      const region = accept(m, text);
       if (region) {
         out.push(region);
         re.lastIndex = Math.max(region[1], m.index + 1);
@@ -57,6 +57,21 @@ const hasDigit = (text: string) => /\d/.test(text);
 // ---- email -----------------------------------------------------------------------------------
 const EMAIL =
   /(?<![A-Za-z0-9._%+-])[A-Za-z0-9_%+-](?:[A-Za-z0-9._%+-]{0,63})@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.){1,8}[A-Za-z]{2,24}(?![A-Za-z0-9-])/;
+
+/**
+ * `scheme://user:secret@host` is a URL's credentials, not an e-mail address `secret@host`: an
+ * address right after a `:` whose word (back to the last whitespace, at most 300 characters)
+ * holds `://` is left to url_credentials.
+ */
+function emailValid(m: RegExpExecArray, text: string): Span | null {
+  if (m.index > 0 && text.charCodeAt(m.index - 1) === 58) {
+    const from = Math.max(0, m.index - 300);
+    const before = text.slice(from, m.index);
+    const word = before.slice(Math.max(before.lastIndexOf(" "), before.lastIndexOf("\n"), before.lastIndexOf("\t")) + 1);
+    if (word.includes("://")) return null;
+  }
+  return whole(m);
+}
 
 // ---- phone -----------------------------------------------------------------------------------
 /** E.164 written with its `+`: 8 to 15 digits, single spaces, dots, dashes or parentheses between. */
@@ -237,7 +252,7 @@ function urlCredentials(m: RegExpExecArray): Span | null {
 }
 
 export const DETECTORS: readonly Detector[] = [
-  { name: "email", mayMatch: (t) => t.includes("@"), find: scanner(EMAIL, whole) },
+  { name: "email", mayMatch: (t) => t.includes("@"), find: scanner(EMAIL, emailValid) },
   {
     name: "phone",
     mayMatch: hasDigit,

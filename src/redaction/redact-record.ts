@@ -42,26 +42,35 @@ function maskJsonText(text: string, policy: CompiledPolicy): string {
   return masked === parsed ? text : JSON.stringify(masked);
 }
 
+/**
+ * The masked copy as `redacted_input`/`redacted_output` are stored: always JSON text (a plain
+ * string as a JSON string), as the row builders store a client's own copy.
+ */
+function redactedCopy(text: string, isJson: boolean, policy: CompiledPolicy): string {
+  const masked = maskStored(text, isJson, policy.matchers)!;
+  return isJson ? masked : JSON.stringify(masked);
+}
+
 /** Masks (or shadows) the record's covered fields in place. */
 export function redactRecord(row: RedactableRecord, policy: CompiledPolicy): void {
   const { fields, matchers } = policy;
   if (policy.mode === "shadow") {
     if (fields.has("input") && row.input !== null && row.redacted_input === null) {
-      row.redacted_input = maskStored(row.input, row.input_is_json === 1, matchers);
+      row.redacted_input = redactedCopy(row.input, row.input_is_json === 1, policy);
     }
     if (fields.has("output") && row.output !== null && row.redacted_output === null) {
-      row.redacted_output = maskStored(row.output, row.output_is_json === 1, matchers);
+      row.redacted_output = redactedCopy(row.output, row.output_is_json === 1, policy);
     }
     return;
   }
   if (fields.has("input")) {
     row.input = maskStored(row.input, row.input_is_json === 1, matchers);
     // A client's own redacted copy is masked too: in mask mode nothing unmasked is stored.
-    if (row.redacted_input !== null) row.redacted_input = maskString(row.redacted_input, matchers);
+    if (row.redacted_input !== null) row.redacted_input = maskStored(row.redacted_input, true, matchers);
   }
   if (fields.has("output")) {
     row.output = maskStored(row.output, row.output_is_json === 1, matchers);
-    if (row.redacted_output !== null) row.redacted_output = maskString(row.redacted_output, matchers);
+    if (row.redacted_output !== null) row.redacted_output = maskStored(row.redacted_output, true, matchers);
   }
   if (fields.has("user_metadata")) row.user_metadata = maskJsonText(row.user_metadata, policy);
   if (fields.has("tags")) row.tags = maskJsonText(row.tags, policy);
@@ -72,8 +81,8 @@ export function redactRecord(row: RedactableRecord, policy: CompiledPolicy): voi
 export function redactPatch(patch: RedactablePatch, policy: CompiledPolicy): void {
   const { fields, matchers } = policy;
   if (policy.mode === "shadow") {
-    if (fields.has("input") && patch.input !== null) patch.redacted_input = maskStored(patch.input, patch.input_is_json === 1, matchers);
-    if (fields.has("output") && patch.output !== null) patch.redacted_output = maskStored(patch.output, patch.output_is_json === 1, matchers);
+    if (fields.has("input") && patch.input !== null) patch.redacted_input = redactedCopy(patch.input, patch.input_is_json === 1, policy);
+    if (fields.has("output") && patch.output !== null) patch.redacted_output = redactedCopy(patch.output, patch.output_is_json === 1, policy);
     return;
   }
   if (fields.has("input")) patch.input = maskStored(patch.input, patch.input_is_json === 1, matchers);
