@@ -14,6 +14,7 @@
  *                                      annotation queue add under a search loop (issue 20), 1M records
  *   npm run bench -- export            streamed export (jsonl_flat) against the sqlite3 shell: rate, workerd's
  *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
+ *   npm run bench -- redaction         ingest with every redaction detector on against off (target 0.85×), and masking CPU on 1 MB adversarial texts (issue 33)
  *   npm run bench -- ui                the trace explorer's first render of a 100-row table after the API's answer
  *                                      in headless Chromium, against a plain HTML table of the same cells (target 100 ms)
  *   npm run bench -- all               search, deletion, ingest, otlp, load and shards, one after the other
@@ -33,6 +34,7 @@ import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
 import { runExportBench } from "./export/export-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
+import { runRedactionBench } from "./redaction/redaction-bench";
 import { runLoadBench } from "./load/load-bench";
 import { runOtlpBench } from "./otlp/otlp-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
@@ -42,7 +44,7 @@ import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
 import { runUiBench } from "./ui/ui-bench";
 
-const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "ui", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "ui", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -112,6 +114,7 @@ async function main(): Promise<void> {
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "annotations") await runAnnotationsBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
+  if (bench === "redaction") await runRedactionBench({ quick: options.quick });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });

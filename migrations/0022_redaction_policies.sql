@@ -10,3 +10,18 @@ CREATE TABLE `project_redaction` (
 );--> statement-breakpoint
 ALTER TABLE `record_patches` ADD `redacted_input` text;--> statement-breakpoint
 ALTER TABLE `record_patches` ADD `redacted_output` text;
+--> statement-breakpoint
+-- 3. `POST .../redaction/apply` jobs (org-job `redact`): progress on the job row, the job's own
+--    state (the policy it applies, the range, where it stands) beside it.
+ALTER TABLE `org_jobs` ADD `records_scanned` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE `org_jobs` ADD `records_changed` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+CREATE TABLE `redaction_jobs` (
+	`job_id` text PRIMARY KEY NOT NULL REFERENCES `org_jobs`(`id`) ON DELETE cascade,
+	`project_id` text NOT NULL,
+	`start_micros` integer,
+	`end_micros` integer,
+	`policy` text NOT NULL,
+	`phase` text DEFAULT 'records' NOT NULL,
+	`cursor` text DEFAULT '' NOT NULL,
+	`step` integer DEFAULT 0 NOT NULL
+);

@@ -28,6 +28,7 @@ import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
 import { registerPrices } from "./pricing/price-routes";
+import { registerRedactionApply } from "./redaction/apply-route";
 import { registerRedactionPolicy } from "./redaction/policy-routes";
 import { registerProjectUsage } from "./projects/project-usage";
 import { registerProjects } from "./projects/projects-routes";
@@ -64,6 +65,7 @@ function protectedRoutes() {
   registerIngest(router);
   registerStreamingIngest(router);
   registerRedactionPolicy(router);
+  registerRedactionApply(router);
   registerAvailableColumns(router);
   // SDK-specific answer shape; before the search routes it wraps.
   registerGeneratedClientCompat(router);

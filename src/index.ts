@@ -3,6 +3,7 @@ import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env, ExportMessage, MoveMessage } from "./env";
 import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
+import { handleRedactionMessage, isRedactionMessage } from "./redaction/apply-job";
 import { refreshMetricCellsEverywhere, runScheduledMaintenance } from "./maintenance/scheduled";
 import { backfillTextIndexes } from "./text-index/backfill";
 import { MOVE_WATCHDOG_CRON } from "./shards/moves/move-requests";
@@ -28,7 +29,14 @@ export default {
   fetch: (request, env, ctx) => app.fetch(withDefaultContentType(request), env, ctx),
   queue: async (batch, env) => {
     if (isMoveQueue(batch.queue)) return handleMoveQueue(batch as MessageBatch<MoveMessage>, env);
-    if (batch.queue === EXPORT_QUEUE_NAME) return handleExportQueue(batch as MessageBatch<ExportMessage>, env);
+    if (batch.queue === EXPORT_QUEUE_NAME) {
+      // The organization jobs' queue carries redaction jobs too (src/redaction/apply-job.ts).
+      if (batch.messages.every((m) => isRedactionMessage(m.body))) {
+        for (const message of batch.messages) await handleRedactionMessage(env, message);
+        return;
+      }
+      return handleExportQueue(batch as MessageBatch<ExportMessage>, env);
+    }
     await handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env);
     // A deletion that just completed made the organization's older export files unservable
     // (src/deletion/job-parts.ts): remove their bytes now rather than at the next hourly cron.

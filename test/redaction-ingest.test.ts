@@ -273,3 +273,72 @@ describe("shadow mode: originals stored, masked copies beside them", () => {
     expect(row).toEqual({ input: "plain", output: text, redacted_input: JSON.stringify("plain"), redacted_output: JSON.stringify(masked) });
   });
 });
+
+describe("redaction/apply: masking what was stored before the policy", () => {
+  async function waitForJob(jobId: string, timeoutMs = 60_000) {
+    const started = Date.now();
+    for (;;) {
+      const answer = await call(`/v2/org-jobs/${jobId}`, { as: admin });
+      expect(answer.status).toBe(200);
+      if (answer.body.status === "completed" || answer.body.status === "failed") return answer.body;
+      if (Date.now() - started > timeoutMs) throw new Error(`job ${jobId} still ${answer.body.status}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it("counts in a dry run, then rewrites records (text index and held updates included) as a job with exact progress", async () => {
+    const run = await createRun(admin);
+    const values = planted();
+    // 230 records (more than two chunks), a third of them with a planted value, plus one outside the range.
+    const ids: string[] = [];
+    const traces = Array.from({ length: 230 }, (_, i) => {
+      const id = uuid();
+      ids.push(id);
+      return { id, name: `t${i}`, input: i % 3 === 0 ? `mail ${values.email}` : "nothing here", user_metadata: i % 3 === 0 ? { who: values.email } : {}, created_at: "2026-01-01T00:00:00Z" };
+    });
+    await postTraces(admin, run, traces.slice(0, 115));
+    await postTraces(admin, run, traces.slice(115));
+    const outside = uuid();
+    await postTraces(admin, run, [{ id: outside, name: "outside", input: `mail ${values.email}`, created_at: "2025-06-01T00:00:00Z" }]);
+    const heldId = uuid();
+    await call(`/v2/projects/${run.projectId}/traces/${heldId}`, { as: admin, method: "PATCH", body: { log_stream_id: run.logStreamId, output: `held ${values.email}` } });
+
+    const apply = (query: string, as: Tenant = admin) =>
+      call(`/v2/projects/${run.projectId}/redaction/apply${query}`, { as, body: { start_time: "2025-12-01T00:00:00Z", end_time: "2026-02-01T00:00:00Z" } });
+    // The policy is off: nothing would change, and nothing is queued.
+    expect((await apply("?dry_run=true")).body).toEqual({ records: 230, would_change: 0, complete: true });
+    expect((await apply("")).body.job_id).toBeNull();
+    expect((await putPolicy(run, { enabled: true, detectors: ["email"] })).status).toBe(200);
+    expect((await apply("?dry_run=true", member)).status).toBe(403);
+    const dry = await apply("?dry_run=true");
+    expect(dry.status).toBe(200);
+    expect(dry.body).toEqual({ records: 230, would_change: 77, complete: true });
+    expect(JSON.stringify((await (await recordsOf(run.projectId)).prepare("SELECT input FROM records WHERE id = ?").bind(ids[0]).first())!)).toContain(values.email);
+
+    const queued = await apply("");
+    expect(queued.status).toBe(200);
+    const job = await waitForJob(queued.body.job_id);
+    expect(job).toMatchObject({ job_name: "redact", status: "completed", progress: { records_scanned: 230, records_changed: 77 } });
+    expect(job.request_data).toEqual({ project_id: run.projectId, start_time: "2025-12-01T00:00:00Z", end_time: "2026-02-01T00:00:00Z" });
+
+    const db = await recordsOf(run.projectId);
+    const first = await db.prepare("SELECT input, user_metadata FROM records WHERE id = ?").bind(ids[0]).first<{ input: string; user_metadata: string }>();
+    expect(first).toEqual({ input: "mail [REDACTED:email]", user_metadata: JSON.stringify({ who: "[REDACTED:email]" }) });
+    const meta = await db.prepare("SELECT value FROM record_metadata WHERE record_id = ?").bind(ids[0]).first<{ value: string }>();
+    expect(meta!.value).toBe("[REDACTED:email]");
+    // Outside the range: left as it was.
+    expect((await db.prepare("SELECT input FROM records WHERE id = ?").bind(outside).first<{ input: string }>())!.input).toBe(`mail ${values.email}`);
+    // The held update is masked too.
+    const held = await db.prepare("SELECT output FROM record_patches WHERE record_id = ?").bind(heldId).first<{ output: string }>();
+    expect(held!.output).toBe("held [REDACTED:email]");
+    // The text index no longer finds the value in the range (only the record outside it).
+    const search = await call(`/v2/projects/${run.projectId}/traces/search`, {
+      as: admin,
+      body: { log_stream_id: run.logStreamId, filters: [{ column_id: "input", operator: "contains", value: values.email, type: "text" }] },
+    });
+    expect(search.body.records.map((r: { id: string }) => r.id)).toEqual([outside]);
+    // Applying again changes nothing more.
+    const again = await waitForJob((await apply("")).body.job_id);
+    expect(again.progress).toEqual({ records_scanned: 230, records_changed: 0 });
+  });
+});

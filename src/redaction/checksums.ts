@@ -31,6 +31,9 @@ const IBAN_LENGTHS: Record<string, number> = {
   VA: 22, VG: 24, XK: 20, YE: 30,
 };
 
+/** The length of an IBAN of the country (upper-case code), or undefined for a country that issues none. */
+export const ibanLength = (country: string): number | undefined => IBAN_LENGTHS[country];
+
 /** An IBAN without spaces, any case: known country, that country's length, mod 97 == 1. */
 export function ibanValid(compact: string): boolean {
   const iban = compact.toUpperCase();

@@ -9,7 +9,7 @@
  * real (Luhn, mod 97, valid SSN areas, a decodable JWT header, an issuer's prefix and length),
  * which is where the precision comes from. docs/redaction.md lists the formats each one knows.
  */
-import { ibanValid, luhnValid, ssnValid } from "./checksums";
+import { ibanLength, ibanValid, luhnValid, ssnValid } from "./checksums";
 
 export const DETECTOR_NAMES = [
   "email", "phone", "credit_card", "us_ssn", "iban", "ip_address", "api_key", "jwt", "url_credentials",
@@ -111,7 +111,9 @@ function e164Valid(m: RegExpExecArray): Span | null {
 
 // ---- credit_card -----------------------------------------------------------------------------
 /** 13 to 19 digits, optionally grouped by single spaces or dashes. */
-const CARD = /(?<![\w.,-])\d(?:[ -]?\d){12,18}(?![\w]|[.,-]\d|[ -]\d)/;
+// Not right after "digit, separator": that is the middle of a grouped run, and starting there
+// again at every digit of a long "1 1 1 1 …" would cost each position a full attempt.
+const CARD = /(?<![\w.,-]|\d[ -])\d(?:[ -]?\d){12,18}(?![\w]|[.,-]\d|[ -]\d)/;
 
 /** Issuer prefixes and the lengths they issue (ISO/IEC 7812 ranges of the major networks). */
 function cardIssuerValid(d: string): boolean {
@@ -160,6 +162,25 @@ const SSN = /(?<![\w.-])(\d{3})([- ])(\d{2})\2(\d{4})(?![\w]|[.-]\d)/;
 // ---- iban ------------------------------------------------------------------------------------
 /** Compact (DE89370400440532013000) or grouped by four (DE89 3704 0044 0532 0130 00). */
 const IBAN = /(?<![A-Za-z0-9])[A-Za-z]{2}\d{2}(?:[A-Za-z0-9]{11,30}|(?: [A-Za-z0-9]{4}){2,7}(?: [A-Za-z0-9]{1,4})?)(?![A-Za-z0-9])/;
+
+/**
+ * The IBAN at the start of a candidate: its country fixes its length, so the one prefix that can
+ * be it is checked (a candidate longer than that, such as the IBAN followed by a word, is cut at
+ * a group boundary); an unknown country is refused before any other work.
+ */
+function ibanRegion(m: RegExpExecArray): Span | null {
+  const length = ibanLength(m[0].slice(0, 2).toUpperCase());
+  if (length === undefined) return null;
+  const text = m[0];
+  let alnum = 0;
+  let end = 0;
+  while (end < text.length && alnum < length) {
+    if (text.charCodeAt(end) !== 32) alnum++;
+    end++;
+  }
+  if (alnum < length || (end < text.length && text.charCodeAt(end) !== 32)) return null;
+  return ibanValid(text.slice(0, end).replace(/ /g, "")) ? [m.index, m.index + end] : null;
+}
 
 // ---- ip_address ------------------------------------------------------------------------------
 const OCTET = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
@@ -271,7 +292,7 @@ export const DETECTORS: readonly Detector[] = [
   {
     name: "iban",
     mayMatch: hasDigit,
-    find: scanner(IBAN, (m) => longestGroupedPrefix(m, " ", (prefix) => ibanValid(prefix.replace(/ /g, "")))),
+    find: scanner(IBAN, ibanRegion),
   },
   {
     name: "ip_address",
