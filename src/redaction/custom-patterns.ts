@@ -27,12 +27,26 @@ export function customPatternFault(custom: CustomPattern): string | null {
     if (!(CUSTOM_FLAGS as readonly string[]).includes(f)) return `flag "${f}" is not supported: flags are any of i, m, s, u`;
   }
   if (new Set(flags).size !== flags.length) return "a flag is repeated";
+  // Checked before compiling: RE2JS's translation would read `\k<name>` as a literal `k`, a
+  // silently different pattern.
+  if (hasBackreference(custom.pattern)) return refusalOf("\\1", null);
   try {
     compile(custom);
     return null;
   } catch (error) {
     return refusalOf(custom.pattern, error);
   }
+}
+
+/** Whether the pattern holds `\1`-`\9` or `\k<`, outside escaped backslashes. */
+function hasBackreference(pattern: string): boolean {
+  for (let i = 0; i < pattern.length - 1; i++) {
+    if (pattern[i] !== "\\") continue;
+    const next = pattern[i + 1]!;
+    if ((next >= "1" && next <= "9") || (next === "k" && pattern[i + 2] === "<")) return true;
+    i++; // the escaped character
+  }
+  return false;
 }
 
 /** A plain-language reason for an RE2 syntax error, naming the two features it cannot run. */
