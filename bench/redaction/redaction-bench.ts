@@ -134,7 +134,10 @@ const ADVERSARIAL: [string, () => string][] = [
   ["`eyJ` and base64url, no dots (JWT starts)", () => `eyJ${"A".repeat(MB - 3)}`],
   ["`x://` then userinfo, no `@` (URL credentials)", () => `x://${"u:".repeat(MB / 2 - 2)}`],
   ["`sk-` runs (API key starts)", () => "sk-a".repeat(MB / 4)],
-  ["realistic prose with 1% planted values", () => Array.from({ length: MB / 100 }, (_, i) => (i % 100 === 0 ? `call ${PLANTED[i % 5]} ` : "the quick brown fox jumps over a dog. ").slice(0, 100)).join("")],
+  ["`DE89 ` repeated (grouped IBAN starts)", () => "DE89 ".repeat(MB / 5)],
+  ["`0 ` repeated (national phone and card starts)", () => "0 ".repeat(MB / 2)],
+  ["`+1 ` repeated (E.164 starts)", () => "+1 ".repeat(Math.floor(MB / 3))],
+  ["realistic prose with a planted value every 100 sentences", () => Array.from({ length: MB / 40 }, (_, i) => (i % 100 === 0 ? `call ${PLANTED[(i / 100) % 5]} ` : "the quick brown fox jumps over a dog. ")).join("")],
 ];
 
 function cpuFigures(quick: boolean): string[][] {
@@ -193,9 +196,9 @@ export async function runRedactionBench(options: RedactionBenchOptions): Promise
     "",
     "## CPU of masking one 1 MB text (median, this Node process)",
     "",
-    markdownTable(["text", "characters", "every detector", "custom `(a+)+b`", "both"], cpu, ["l", "r", "r", "r", "r"]),
+    markdownTable(["text", "characters", "every detector (ms)", "custom `(a+)+b` (ms)", "both (ms)"], cpu, ["l", "r", "r", "r", "r"]),
     "",
-    `Realistic records (the payload above, input and output): ${perRecord.records} records, ${ms(perRecord.msPerRecord)} per record with every detector, slowest text ${ms(perRecord.maxMs)}.`,
+    `Realistic records (the payload above, input and output): ${perRecord.records} records, ${ms(perRecord.msPerRecord)} ms per record with every detector, slowest text ${ms(perRecord.maxMs)} ms.`,
     "",
   ].join("\n");
   const file = writeResult("redaction", markdown, options.quick);
