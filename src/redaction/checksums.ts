@@ -31,8 +31,16 @@ const IBAN_LENGTHS: Record<string, number> = {
   VA: 22, VG: 24, XK: 20, YE: 30,
 };
 
-/** The length of an IBAN of the country (upper-case code), or undefined for a country that issues none. */
-export const ibanLength = (country: string): number | undefined => IBAN_LENGTHS[country];
+/** IBAN_LENGTHS by the two letters' codes (A = 0): a lookup that allocates nothing, for scans. */
+const LENGTH_BY_CODES = new Uint8Array(26 * 26);
+for (const [country, length] of Object.entries(IBAN_LENGTHS)) LENGTH_BY_CODES[(country.charCodeAt(0) - 65) * 26 + country.charCodeAt(1) - 65] = length;
+
+/** The IBAN length of the country whose letters have these char codes (either case), or 0. */
+export function ibanLengthOfCodes(first: number, second: number): number {
+  const a = (first & ~32) - 65;
+  const b = (second & ~32) - 65;
+  return a >= 0 && a < 26 && b >= 0 && b < 26 ? LENGTH_BY_CODES[a * 26 + b]! : 0;
+}
 
 /** An IBAN without spaces, any case: known country, that country's length, mod 97 == 1. */
 export function ibanValid(compact: string): boolean {
