@@ -14,6 +14,7 @@
  *                                      annotation queue add under a search loop (issue 20), 1M records
  *   npm run bench -- export            streamed export (jsonl_flat) against the sqlite3 shell: rate, workerd's
  *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
+ *   npm run bench -- redaction         ingest with every redaction detector on against off (target 0.85×), and masking CPU on 1 MB adversarial texts (issue 33)
  *   npm run bench -- ui                the trace explorer's first render of a 100-row table after the API's answer
  *                                      in headless Chromium, against a plain HTML table of the same cells (target 100 ms)
  *   npm run bench -- upkeep            derived data under ingest (issue 29): S1, S8 and A1 every --sample seconds
@@ -37,6 +38,7 @@ import { verifyDataset } from "./dataset/verify-dataset";
 import { runDeletionBench } from "./deletion/deletion-bench";
 import { runExportBench } from "./export/export-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
+import { runRedactionBench } from "./redaction/redaction-bench";
 import { runLoadBench } from "./load/load-bench";
 import { runOtlpBench } from "./otlp/otlp-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
@@ -47,7 +49,7 @@ import { runStorageBench } from "./storage/storage-bench";
 import { runUiBench } from "./ui/ui-bench";
 import { runUpkeepBench } from "./upkeep/upkeep-bench";
 
-const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "ui", "upkeep", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "ui", "upkeep", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -119,6 +121,7 @@ async function main(): Promise<void> {
   if (bench === "deletion" || bench === "all") await runDeletionBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "annotations") await runAnnotationsBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
+  if (bench === "redaction") await runRedactionBench({ quick: options.quick });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });

@@ -29,6 +29,8 @@ import { otlpRoutes } from "./otlp/otlp-routes";
 import { registerStreamingIngest } from "./ingest/streaming-routes";
 import { organizationRate } from "./limits/organization-rate";
 import { registerPrices } from "./pricing/price-routes";
+import { registerRedactionApply } from "./redaction/apply-route";
+import { registerRedactionPolicy } from "./redaction/policy-routes";
 import { registerProjectUsage } from "./projects/project-usage";
 import { registerLogStreamPages } from "./projects/log-streams-paginated-route";
 import { registerProjects } from "./projects/projects-routes";
@@ -67,6 +69,8 @@ function protectedRoutes() {
   registerRuns(router);
   registerIngest(router);
   registerStreamingIngest(router);
+  registerRedactionPolicy(router);
+  registerRedactionApply(router);
   registerAvailableColumns(router);
   // SDK-specific answer shape; before the search routes it wraps.
   registerGeneratedClientCompat(router);

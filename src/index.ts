@@ -4,6 +4,7 @@ import type { DeletionMessage, Env, ExportMessage, MoveMessage, UpkeepMessage } 
 import { drainUnreadBody } from "./http/drain-request-body";
 import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
+import { handleRedactionMessage, isRedactionMessage } from "./redaction/apply-job";
 import { runScheduledMaintenance } from "./maintenance/scheduled";
 import { allRecordDatabases } from "./shards/shard-config";
 import { handleUpkeepQueue, UPKEEP_QUEUE_NAME } from "./upkeep/upkeep-consumer";
@@ -46,7 +47,15 @@ export default {
       await requestUpkeepOf(env, allRecordDatabases(env));
       return;
     }
-    if (batch.queue === EXPORT_QUEUE_NAME) return handleExportQueue(batch as MessageBatch<ExportMessage>, env);
+    if (batch.queue === EXPORT_QUEUE_NAME) {
+      // The organization jobs' queue carries redaction jobs too (src/redaction/apply-job.ts): each
+      // message goes to its own handler, whatever else shares its batch.
+      const redactions = batch.messages.filter((m) => isRedactionMessage(m.body));
+      for (const message of redactions) await handleRedactionMessage(env, message);
+      if (redactions.length === batch.messages.length) return;
+      const exports = batch.messages.filter((m) => !isRedactionMessage(m.body)) as Message<ExportMessage>[];
+      return handleExportQueue({ ...batch, messages: exports } as MessageBatch<ExportMessage>, env);
+    }
     await handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env);
     // Deletion chunks (deletion jobs, expiry) remove records: indexes to update, hours to recompute.
     await requestUpkeepOf(env, new Set(batch.messages.map((m) => (m.body as DeletionMessage).shard ?? "DB")));

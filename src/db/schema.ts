@@ -461,6 +461,9 @@ export const recordPatches = sqliteTable(
     durationNs: real("duration_ns"),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
+    /** Masked copies of input and output (redaction in shadow mode, src/redaction; migration 0022). */
+    redactedInput: text("redacted_input"),
+    redactedOutput: text("redacted_output"),
   },
   (t) => [
     primaryKey({ columns: [t.recordId, t.runId] }),
@@ -635,6 +638,9 @@ export const orgJobs = sqliteTable(
     /** Queued exports (src/export): records and bytes written to the file so far. */
     recordsExported: integer("records_exported").notNull().default(0),
     bytesWritten: integer("bytes_written").notNull().default(0),
+    /** Redaction jobs (src/redaction/apply-job.ts): records read in the range, and records rewritten. */
+    recordsScanned: integer("records_scanned").notNull().default(0),
+    recordsChanged: integer("records_changed").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
@@ -760,3 +766,30 @@ export const exportFiles = sqliteTable(
     index("export_files_due").on(t.expiresAt).where(sql`removed_at IS NULL`),
   ],
 );
+
+/** A project's redaction policy (src/redaction; migration 0022): the JSON the API reads and writes. */
+export const projectRedaction = sqliteTable("project_redaction", {
+  projectId: text("project_id")
+    .primaryKey()
+    .references(() => projects.id, { onDelete: "cascade" }),
+  policy: text("policy").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** The state of a `redact` org-job (src/redaction/apply-job.ts; migration 0022). */
+export const redactionJobs = sqliteTable("redaction_jobs", {
+  jobId: text("job_id")
+    .primaryKey()
+    .references(() => orgJobs.id, { onDelete: "cascade" }),
+  projectId: text("project_id").notNull(),
+  startMicros: integer("start_micros"),
+  endMicros: integer("end_micros"),
+  /** The policy as it was when the job was asked for (JSON): every chunk applies that one. */
+  policy: text("policy").notNull(),
+  /** `records`, then `patches` (held streaming updates), then done. */
+  phase: text("phase").notNull().default("records"),
+  /** The last record id (or held update's record id) done in the phase. */
+  cursor: text("cursor").notNull().default(""),
+  /** Chunks done: each chunk's save is a compare-and-set on it, so a redelivered message does nothing. */
+  step: integer("step").notNull().default(0),
+});

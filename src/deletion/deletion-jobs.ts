@@ -219,8 +219,15 @@ function exportRequestAnswer(text: string) {
   }
 }
 
+/** A redaction job (src/redaction/apply-job.ts): the job name, here to keep this module below that one. */
+const REDACT = "redact";
+
 function requestDataAnswer(row: OrgJobRow) {
   if (row.jobName === EXPORT_RECORDS) return exportRequestAnswer(row.requestData);
+  if (row.jobName === REDACT) {
+    const data = JSON.parse(row.requestData) as { project_id?: string; start_time?: string | null; end_time?: string | null };
+    return { project_id: data.project_id ?? "", start_time: data.start_time ?? null, end_time: data.end_time ?? null };
+  }
   if (row.jobName === EXPIRE_RETENTION) {
     const request = parseExpiryData(row.requestData);
     return {
@@ -261,7 +268,9 @@ export function jobAnswer(row: OrgJobRow) {
     progress:
       row.jobName === EXPORT_RECORDS
         ? { records_exported: row.recordsExported, bytes_written: row.bytesWritten }
-        : { sessions_deleted: row.sessionsDeleted, traces_deleted: row.tracesDeleted, spans_deleted: row.spansDeleted },
+        : row.jobName === REDACT
+          ? { records_scanned: row.recordsScanned, records_changed: row.recordsChanged }
+          : { sessions_deleted: row.sessionsDeleted, traces_deleted: row.tracesDeleted, spans_deleted: row.spansDeleted },
   };
 }
 

@@ -91,6 +91,15 @@ const ExportProgress = z.object({
   bytes_written: z.number().int(),
 });
 
+const RedactionRequestData = z
+  .object({ project_id: z.string(), start_time: z.string().nullable(), end_time: z.string().nullable() })
+  .openapi("RedactionRequestData");
+
+const RedactionProgress = z.object({
+  records_scanned: z.number().int().openapi({ description: "Records of the range read so far." }),
+  records_changed: z.number().int().openapi({ description: "Records the policy rewrote so far." }),
+});
+
 export const OrgJob = z
   .object({
     id: z.string().uuid(),
@@ -98,15 +107,15 @@ export const OrgJob = z
     job_name: z.string().openapi({
       example: "delete_by_metadata",
       description:
-        "`delete_by_metadata` (a deletion request), `delete_by_filter` (a deletion of one run's records matching a filter), `expire_retention` (the hourly retention expiry) or `export_records` (a queued export to a file).",
+        "`delete_by_metadata` (a deletion request), `delete_by_filter` (a deletion of one run's records matching a filter), `expire_retention` (the hourly retention expiry) `export_records` (a queued export to a file) or `redact` (masking stored records with the project's redaction policy).",
     }),
     status: z.enum(JOB_STATUSES),
-    request_data: z.union([MetadataRequestData, ExpiryRequestData, FilterRequestData, ExportRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
+    request_data: z.union([MetadataRequestData, ExpiryRequestData, FilterRequestData, ExportRequestData, RedactionRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
     error_message: z.string().nullable(),
     created_by: z.string().openapi({ description: "The user who submitted the job." }),
     created_at: z.string().openapi({ format: "date-time" }),
     updated_at: z.string().openapi({ format: "date-time" }),
-    progress: z.union([DeletionProgress, ExportProgress]).openapi({ description: "Deletions count what they deleted; exports what they wrote." }),
+    progress: z.union([DeletionProgress, ExportProgress, RedactionProgress]).openapi({ description: "Deletions count what they deleted; exports what they wrote." }),
   })
   .openapi("OrgJob");
 

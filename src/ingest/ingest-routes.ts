@@ -14,6 +14,7 @@ import { heldPatchStatements } from "./streaming-patches";
 import { onProjectShard } from "../shards/project-shard";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 import { z } from "@hono/zod-openapi";
+import { redactionFor } from "../redaction/policy-store";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
@@ -69,11 +70,12 @@ export async function ingestInto(
   defaults: Pick<IngestContext, "sessionId" | "isComplete"> = { sessionId: null, isComplete: null },
 ) {
   const principal = c.get("principal");
-  const [run, prices] = await Promise.all([
+  const [run, prices, redaction] = await Promise.all([
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     priceBookFor(c.env.DB, principal.organizationId),
+    redactionFor(c.env.DB, projectId),
   ]);
-  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), prices, ...defaults });
+  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), prices, redaction, ...defaults });
   // Streaming clients may have sent spans of these traces, or updates of these records, before
   // the records themselves: link the spans first (streaming-links.ts), apply the held updates
   // last (streaming-patches.ts). Both are no-ops for a batch nobody streamed ahead of.

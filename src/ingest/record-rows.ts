@@ -11,6 +11,8 @@ import { callCost, type PriceBook } from "../pricing/price-lookup";
 import { DERIVED_COST_BIT } from "./derived-metrics";
 import { RECORD_LIMITS, utf8Bytes } from "./record-limits";
 import { isoToMicros } from "./timestamps";
+import type { CompiledPolicy } from "../redaction/policy";
+import { redactRecord } from "../redaction/redact-record";
 
 /** A `records` row, keyed by SQL column name. */
 export interface RecordRow {
@@ -105,6 +107,8 @@ export interface IngestContext {
   nowMicros: number;
   /** Prices of the writing organization: an llm span without a cost gets one (contract, section 9). */
   prices: PriceBook;
+  /** The project's redaction policy (src/redaction), applied to each row before it is encoded; null: off. */
+  redaction?: CompiledPolicy | null;
 }
 
 type Content = IngestTrace["input"];
@@ -199,6 +203,8 @@ class BatchBuilder {
       return;
     }
     this.seenIds.set(row.id, path);
+    // Before encoding: the encoded row is what every table, index and trigger is written from.
+    if (this.ctx.redaction) redactRecord(row, this.ctx.redaction);
     const encoded = JSON.stringify(RECORD_COLUMNS.map((c) => row[c]));
     // A UTF-16 unit is at most 3 bytes of UTF-8: most records are counted without a pass over them.
     const bytes = encoded.length * 3 <= RECORD_LIMITS.maxRecordBytes ? 0 : utf8Bytes(encoded);

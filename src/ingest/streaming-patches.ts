@@ -45,6 +45,9 @@ export interface PatchRow {
   is_complete: 0 | 1 | null;
   duration_ns: number | null;
   updated_at: number;
+  /** Masked copies of input and output (redaction in shadow mode, src/redaction); null otherwise. */
+  redacted_input: string | null;
+  redacted_output: string | null;
 }
 
 /** The stored form of an update request (pure). */
@@ -65,11 +68,14 @@ export function patchRow(recordId: string, recordType: "trace" | "span", body: U
     is_complete: isComplete == null ? null : isComplete ? 1 : 0,
     duration_ns: body.duration_ns ?? null,
     updated_at: nowMicros,
+    redacted_input: null,
+    redacted_output: null,
   };
 }
 
 const PATCH_FIELDS = [
   "input", "input_is_json", "output", "output_is_json", "status_code", "tags", "is_complete", "duration_ns", "updated_at",
+  "redacted_input", "redacted_output",
 ] as const satisfies readonly (keyof PatchRow)[];
 
 /** One patch given as a JSON object in ?1, for the run in ?2 of project ?4. */
@@ -133,6 +139,8 @@ function applyStatements(source: string): string[] {
        input_is_json = ${patchedFlag("input", "input_is_json")},
        output = ${patched("output")},
        output_is_json = ${patchedFlag("output", "output_is_json")},
+       redacted_input = ${patched("redacted_input")},
+       redacted_output = ${patched("redacted_output")},
        status_code = ${patched("status_code")},
        tags = CASE WHEN p.tags IS NOT NULL AND (records.tags = '[]' OR ${NOT_OLDER}) THEN p.tags ELSE records.tags END,
        is_complete = max(records.is_complete, coalesce(p.is_complete, 0)),
@@ -182,6 +190,8 @@ ON CONFLICT (record_id, run_id) DO UPDATE SET
   is_complete = CASE WHEN excluded.is_complete IS NULL THEN record_patches.is_complete
                      ELSE max(excluded.is_complete, coalesce(record_patches.is_complete, 0)) END,
   duration_ns = coalesce(excluded.duration_ns, record_patches.duration_ns),
+  redacted_input = CASE WHEN excluded.input IS NULL THEN record_patches.redacted_input ELSE excluded.redacted_input END,
+  redacted_output = CASE WHEN excluded.output IS NULL THEN record_patches.redacted_output ELSE excluded.redacted_output END,
   updated_at = excluded.updated_at`;
 
 const EXPIRE = `

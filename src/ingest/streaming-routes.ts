@@ -29,6 +29,8 @@ import {
 } from "./streaming-schemas";
 import { onProjectShard } from "../shards/project-shard";
 import { priceBookFor } from "../pricing/price-overrides";
+import { redactionFor } from "../redaction/policy-store";
+import { redactPatch } from "../redaction/redact-record";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 
 const SpansBody = IngestSpansRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("spans"));
@@ -119,8 +121,12 @@ async function applyUpdate(
   body: z.infer<typeof UpdateTraceRequest> | z.infer<typeof UpdateSpanRequest>,
 ): Promise<UpdateOutcome> {
   const principal = c.get("principal");
-  const run = await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
+  const [run, redaction] = await Promise.all([
+    ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
+    redactionFor(c.env.DB, projectId),
+  ]);
   const patch = patchRow(target.id, target.family, body, nowMicros());
+  if (redaction) redactPatch(patch, redaction);
   return onProjectShard(c, projectId, "write", async ({ db }) => {
     const membership = shardMembershipStatements(db, run);
     const { statements, appliedAt } = patchStatements(db, patch, { organizationId: principal.organizationId, projectId, runId: run.runId });
@@ -139,9 +145,10 @@ export function registerStreamingIngest(app: Router): void {
     const body = c.req.valid("json");
     const selector = runSelectorOf(body);
     const principal = c.get("principal");
-    const [run, prices] = await Promise.all([
+    const [run, prices, redaction] = await Promise.all([
       ownedRunWithProject(database(c.env.DB), principal, project_id, selector),
       priceBookFor(c.env.DB, principal.organizationId),
+      redactionFor(c.env.DB, project_id),
     ]);
     // Until the trace is known, its spans are not complete (and have no session).
     const batch = spanRows(body.spans, { traceId: body.trace_id, parentId: body.parent_id }, {
@@ -152,6 +159,7 @@ export function registerStreamingIngest(app: Router): void {
       isComplete: false,
       nowMicros: nowMicros(),
       prices,
+      redaction,
     });
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };

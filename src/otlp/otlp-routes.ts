@@ -27,6 +27,7 @@ import { planExport } from "./plan-export";
 import { contentEncodingOf, readBody } from "./read-body";
 import { priceBookFor } from "../pricing/price-overrides";
 import { writeExport } from "./write-export";
+import { redactionFor } from "../redaction/policy-store";
 
 export const OTLP_PATHS = ["/otel/v1/traces", "/otel/traces"] as const;
 
@@ -73,8 +74,8 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const principal = c.get("principal");
   const now = nowMicros();
   const [run, prices] = await Promise.all([resolveDestination(c.env, principal, target), priceBookFor(c.env.DB, principal.organizationId)]);
-  const plan = await planExport(request, run.runId, now);
-  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now, prices));
+  const [plan, redaction] = await Promise.all([planExport(request, run.runId, now), redactionFor(c.env.DB, run.projectId)]);
+  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now, prices, redaction));
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
 }

@@ -23,6 +23,7 @@ import { microsToIso } from "../db/client";
 import type { Principal } from "../http/app-env";
 import { RequestValidationError } from "../http/errors";
 import { mergeBatches } from "../ingest/merge-batches";
+import type { CompiledPolicy } from "../redaction/policy";
 import { type IngestContext, type RecordBatch, sessionRows, spanRows, traceRows } from "../ingest/record-rows";
 import { linkStoredSpansStatements, linkToStoredTraceStatements } from "../ingest/streaming-links";
 import { heldPatchStatements } from "../ingest/streaming-patches";
@@ -111,9 +112,11 @@ export async function writeExport(
   traces: TracePlan[],
   nowMicros: number,
   prices: PriceBook,
+  redaction: CompiledPolicy | null,
 ): Promise<WriteOutcome> {
   const ctx: IngestContext = {
     prices,
+    redaction,
     organizationId: principal.organizationId,
     projectId: run.projectId,
     runId: run.runId,

@@ -42,6 +42,8 @@ export interface RunningService {
   sql<T = Record<string, unknown>>(query: string): Promise<T[][]>;
   /** Everything wrangler printed, for failure messages. */
   output(): string;
+  /** Where miniflare keeps the service's state (the D1 sqlite files among it); removed by stop(). */
+  persistDir: string;
   stop(): Promise<void>;
 }
 
@@ -161,6 +163,7 @@ export async function startService(options: { vars?: Record<string, string> } = 
   return {
     origin,
     apiUrl: `${origin}/v2`,
+    persistDir,
     tenant: { organizationId: organization.organization_id, userId: user.user_id, email, password, apiKey: key.api_key },
     /**
      * The rows of each `;`-separated statement. Records live on the data shards (docs/sharding.md):

@@ -11,6 +11,7 @@ import { hrefOf } from "./routing/routes";
 import { QueuePage } from "./annotations/queue-page";
 import { QueuesPage } from "./annotations/queues-page";
 import { ErasePage } from "./views/erase-page";
+import { RedactionPage } from "./redaction/redaction-page";
 import { ErrorNotice } from "./views/error-notice";
 import { ProjectsPage } from "./views/projects-page";
 import { RecordsPage } from "./views/records-page";
@@ -101,6 +102,7 @@ export function App() {
       {route.view === "dashboard" ? <LazyDashboard route={route} /> : null}
       {route.view === "records" ? <RecordsPage route={route} /> : null}
       {route.view === "erase" ? <ErasePage user={user} /> : null}
+      {route.view === "redaction" ? <RedactionPage projectId={route.projectId} user={user} /> : null}
       {route.view === "queues" ? <QueuesPage /> : null}
       {route.view === "queue" ? <QueuePage queueId={route.queueId} at={route.at} /> : null}
       {route.view === "not-found" ? (

@@ -8,6 +8,7 @@
  *   /projects/{pid}/{log_streams|experiments}/{rid}/{traces|spans|sessions}
  *       ?filter=<filter tree JSON>&q=<searched text>&sort=<column>:<asc|desc>&page=<n>&size=<n>&cols=<id,id>
  *       &open=<trace or session id>&span=<span id>
+ *   /projects/{pid}/redaction                           the project's redaction policy (ui/src/redaction/)
  *   /erase                                              deletion by metadata (admins)
  *   /annotation-queues                                  the organization's annotation queues
  *   /annotation-queues/{qid}?at=<n>                     walking a queue's records, the n-th (1-based)
@@ -44,6 +45,7 @@ export type Route =
   | { view: "records"; projectId: string; kind: RunKind; runId: string; family: Family; table: TableState }
   /** The query string is the dashboard's own (ui/src/dashboard/dashboard-state.ts). */
   | { view: "dashboard"; projectId: string; kind: RunKind; runId: string; search: string }
+  | { view: "redaction"; projectId: string }
   | { view: "erase" }
   | { view: "queues" }
   | { view: "queue"; queueId: string; at: number }
@@ -98,6 +100,7 @@ export function parseLocation(pathname: string, search: string): Route {
   if (parts[0] === "annotation-queues" && parts.length === 1) return { view: "queues" };
   if (parts[0] === "annotation-queues" && parts.length === 2) return { view: "queue", queueId: parts[1]!, at: positiveInt(params.get("at"), 1) };
   if (parts[0] === "projects" && parts.length === 2) return { view: "project", projectId: parts[1]! };
+  if (parts[0] === "projects" && parts.length === 3 && parts[2] === "redaction") return { view: "redaction", projectId: parts[1]! };
   if (parts[0] === "projects" && parts.length === 5) {
     const [, projectId, kind, runId, family] = parts as [string, string, string, string, string];
     if ((RUN_KINDS as readonly string[]).includes(kind) && family === "dashboard") {
@@ -137,6 +140,8 @@ export function hrefOf(route: Route): string {
       return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/${route.family}${tableQuery(route.table)}`;
     case "dashboard":
       return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/dashboard${route.search}`;
+    case "redaction":
+      return `/projects/${enc(route.projectId)}/redaction`;
     case "erase":
       return "/erase";
     case "queues":

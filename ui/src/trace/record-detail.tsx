@@ -1,5 +1,6 @@
 /** Everything about one trace or span: status and error, model and tokens, input, output, metadata, tags, metrics. */
 import type { ComponentChildren } from "preact";
+import { useState } from "preact/hooks";
 import type { ApiRecord } from "../api/types";
 import { formatDateTime, formatDurationMs, formatMetric } from "../format/values";
 import { Highlighted } from "../text-search/highlighted";
@@ -14,6 +15,14 @@ function metricUnit(name: string, units: ReadonlyMap<string, string>): string | 
 const TOKEN_METRICS = ["num_input_tokens", "num_output_tokens", "num_total_tokens"] as const;
 
 export function RecordDetail({ record, units, children }: { record: ApiRecord; units: ReadonlyMap<string, string>; children?: ComponentChildren }) {
+  // Shadow-mode redaction (docs/redaction.md) stores masked copies beside the originals: the
+  // redacted view is the default (the issue asks it for members; the page shows it to everyone
+  // first, so an original is only ever on screen by choice), and a toggle shows the original.
+  const hasRedacted = record.redacted_input != null || record.redacted_output != null;
+  const [showOriginal, setShowOriginal] = useState(false);
+  const redactedView = hasRedacted && !showOriginal;
+  const input = redactedView && record.redacted_input != null ? record.redacted_input : record.input;
+  const output = redactedView && record.redacted_output != null ? record.redacted_output : record.output;
   const metrics = (record.metrics as Record<string, unknown> | undefined) ?? {};
   const metadata = Object.entries((record.user_metadata as Record<string, string> | undefined) ?? {});
   const tags = (record.tags as string[] | undefined) ?? [];
@@ -52,13 +61,18 @@ export function RecordDetail({ record, units, children }: { record: ApiRecord; u
           </div>
         ))}
       </dl>
+      {hasRedacted ? (
+        <label class="inline redacted-toggle" data-testid="redacted-toggle">
+          <input type="checkbox" checked={!showOriginal} onChange={(e) => setShowOriginal(!e.currentTarget.checked)} /> Redacted view (personal data masked)
+        </label>
+      ) : null}
       <section>
-        <h4>Input</h4>
-        <ContentView value={record.input} />
+        <h4>Input{redactedView && record.redacted_input != null ? " (redacted)" : ""}</h4>
+        <ContentView value={input} />
       </section>
       <section>
-        <h4>Output</h4>
-        <ContentView value={record.output} />
+        <h4>Output{redactedView && record.redacted_output != null ? " (redacted)" : ""}</h4>
+        <ContentView value={output} />
       </section>
       {tags.length > 0 ? (
         <section>

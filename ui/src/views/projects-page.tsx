@@ -23,6 +23,9 @@ export function ProjectsPage() {
               <span class="muted mono">{p.id}</span>
               {p.created_at ? <span class="muted">created {formatDateTime(p.created_at)}</span> : null}
             </Link>
+            <Link class="button-small" href={hrefOf({ view: "redaction", projectId: p.id })} data-testid="project-redaction">
+              Redaction
+            </Link>
           </li>
         ))}
       </ul>
