@@ -26,8 +26,8 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   test-server fixes (system-picked inspector ports, no keep-alive, the template built in one
  *   workerd in about 15 s instead of a minute, the SDK tests' reads in one workerd per read: 43
  *   CPU s for sdk-end-to-end against 97) no clean run could be timed on a quiet machine: the one
- *   run of 2026-11-28 ran at load 12 to 25 (other engineers' suites) and was stopped after 24
- *   files in 64 minutes. What bounds the suite is the node files: admin-cli (about 45 command
+ *   run of 2026-11-28 ran at load 12 to 25 (other engineers' suites) and was stopped after 32
+ *   files in 68 minutes, 13 of them with a test past its timeout. What bounds the suite is the node files: admin-cli (about 45 command
  *   line processes of 4 to 5 CPU s each; 1,644 s at that load), then the browser files and
  *   shard-backup (5 to 6 minutes each at that load).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
