@@ -540,9 +540,9 @@ describe("trace explorer", () => {
   });
 
   it("serves the page, its assets and /docs with a Content-Security-Policy that forbids framing, and nosniff everywhere", async () => {
-    const script = (await (await fetch(`${server.origin}/`)).text()).match(/src="(\/assets\/main-[^"]+\.js)"/)![1]!;
     // The page paths as a browser loads them (contract section 17: the page only for navigations).
     const navigation = { accept: "text/html,application/xhtml+xml,*/*;q=0.8", "sec-fetch-mode": "navigate" };
+    const script = (await (await fetch(`${server.origin}/`, { headers: navigation })).text()).match(/src="(\/assets\/main-[^"]+\.js)"/)![1]!;
     for (const path of ["/", runPath("traces", "?page=2"), "/sign-in", script, "/docs"]) {
       const response = await fetch(`${server.origin}${path}`, { headers: path === script ? {} : navigation });
       expect(response.status, path).toBe(200);
