@@ -27,7 +27,8 @@ import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { copyDataset, type Dataset, discardCopy, ensureDataset } from "../dataset/dataset-cache";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SERVICE_CONFIG } from "../lib/paths";
 import { queryJson, runSqlite, sqlLiteral } from "../lib/sqlite-cli";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
@@ -375,7 +376,5 @@ export async function runDeletionBench(options: DeletionBenchOptions): Promise<s
     failures.length === 0 ? "Every target met." : ["Targets missed:", "", ...failures.map((f) => `- ${f}`)].join("\n"),
     "",
   ].join("\n");
-  const file = writeResult("deletion", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("deletion", markdown, options.quick);
 }
