@@ -24,7 +24,8 @@ import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { copyDataset, type Dataset, discardCopy, ensureDataset } from "../dataset/dataset-cache";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SERVICE_CONFIG } from "../lib/paths";
 import { queryJson } from "../lib/sqlite-cli";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
@@ -305,7 +306,5 @@ export async function runAnnotationsBench(options: AnnotationsBenchOptions): Pro
     failures.length === 0 ? "Every target met." : ["Targets missed:", "", ...failures.map((f) => `- ${f}`)].join("\n"),
     "",
   ].join("\n");
-  const file = writeResult("annotations", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("annotations", markdown, options.quick);
 }

@@ -1,7 +1,7 @@
 /**
  * The finishing step of a dataset: the state the service's cron and its users would leave on a
  * run once its records are in, so that the search benchmark measures the steady-state requests
- * (docs/benchmarks.md, "The dataset"):
+ * (bench/results/dataset-history.md, "The dataset"):
  *
  * 1. the text index caught up: `records_text_backfill.indexed_through` raised to max(rid) by the
  *    cron's own catch-up statement (src/text-index/backfill.ts), in its chunks, each statement

@@ -21,13 +21,14 @@
  * A job whose progress stops moving for STALL_MS is reported as stalled (with what it deleted
  * until then), so the bench always ends whatever the local runtime does: before the consumer
  * handed the event loop back between chunks, wrangler dev's local queue lost a message's
- * completion and stopped delivering (docs/benchmarks.md, "Notes").
+ * completion and stopped delivering (bench/results/dataset-history.md, "Notes").
  */
 import os from "node:os";
 import { performance } from "node:perf_hooks";
 import { copyDataset, type Dataset, discardCopy, ensureDataset } from "../dataset/dataset-cache";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SERVICE_CONFIG } from "../lib/paths";
 import { queryJson, runSqlite, sqlLiteral } from "../lib/sqlite-cli";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
@@ -319,7 +320,7 @@ export async function runDeletionBench(options: DeletionBenchOptions): Promise<s
     if (run.failure) failures.push(`${which} failed: ${run.failure}`);
     if (!run.completed && run.stalled) {
       failures.push(
-        `${which} did not complete: ${run.stalled}, after deleting ${count(total(run.deleted))} of ${count(total(run.expected))} records (see docs/benchmarks.md, "Notes", on local queue stalls); its figures are over the part that ran`,
+        `${which} did not complete: ${run.stalled}, after deleting ${count(total(run.deleted))} of ${count(total(run.expected))} records (see bench/results/dataset-history.md, "Notes", on local queue stalls); its figures are over the part that ran`,
       );
     }
     if (run.completed && total(run.deleted) !== total(run.expected)) failures.push(`${which} deleted ${total(run.deleted)} records, expected ${total(run.expected)}`);
@@ -331,7 +332,7 @@ export async function runDeletionBench(options: DeletionBenchOptions): Promise<s
   const notHeldBack = during.filter((x) => x <= HELD_BACK_MS);
   if (!(duringP95 < 100)) {
     failures.push(
-      `concurrent search p95 ${ms(duringP95)} ms (target < 100 ms)${heldBack.length > 0 ? `; ${heldBack.length} of ${during.length} searches waited more than ${HELD_BACK_MS / 1000} s: the local runtime held them behind a whole queue message (docs/benchmarks.md, "Notes"); p95 of the others: ${ms(percentile(notHeldBack, 95))} ms` : ""}`,
+      `concurrent search p95 ${ms(duringP95)} ms (target < 100 ms)${heldBack.length > 0 ? `; ${heldBack.length} of ${during.length} searches waited more than ${HELD_BACK_MS / 1000} s: the local runtime held them behind a whole queue message (bench/results/dataset-history.md, "Notes"); p95 of the others: ${ms(percentile(notHeldBack, 95))} ms` : ""}`,
     );
   }
 
@@ -375,7 +376,5 @@ export async function runDeletionBench(options: DeletionBenchOptions): Promise<s
     failures.length === 0 ? "Every target met." : ["Targets missed:", "", ...failures.map((f) => `- ${f}`)].join("\n"),
     "",
   ].join("\n");
-  const file = writeResult("deletion", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("deletion", markdown, options.quick);
 }

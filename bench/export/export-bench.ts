@@ -31,7 +31,8 @@ import os from "node:os";
 import { performance } from "node:perf_hooks";
 import type { D1Call } from "../../src/http/d1-round-trips";
 import { type Dataset, ensureDataset } from "../dataset/dataset-cache";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { CAPTURE_WORKER_CONFIG, FLOOR_WORKER_CONFIG, SERVICE_CONFIG } from "../lib/paths";
 import { connectHeapSampler, type HeapSampler } from "../lib/inspector-heap";
 import { cpuSeconds, memoryOf, resetPeakMemory, workerdPidsOf } from "../lib/process-usage";
@@ -613,7 +614,5 @@ export async function runExportBench(options: ExportBenchOptions): Promise<strin
   const runs: SizeRun[] = [];
   for (const dataset of datasets) runs.push(await benchSize(dataset, options));
   const markdown = report(runs, { ...options, sizes }, startLoad);
-  const file = writeResult("export", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("export", markdown, options.quick);
 }

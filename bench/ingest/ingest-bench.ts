@@ -25,7 +25,8 @@ import { type PlannedSession, type PlannedTrace, sessionInput, traceInput, WINDO
 import { mergeBatches } from "../../src/ingest/merge-batches";
 import { ingestContext, ingestStatements, type RunScope } from "../dataset/write-run";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
 import { boundStatement, queryJson, runSqlite, sqlLiteral, type SqlValue } from "../lib/sqlite-cli";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
@@ -297,7 +298,5 @@ export async function runIngestBench(options: IngestBenchOptions): Promise<strin
     failures.length === 0 ? "Every target met." : ["Targets missed:", "", ...failures].join("\n"),
     "",
   ].join("\n");
-  const file = writeResult("ingest", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("ingest", markdown, options.quick);
 }

@@ -25,7 +25,8 @@ import { performance } from "node:perf_hooks";
 import { benchTenantStatements } from "../dataset/bench-tenant";
 import { applyMigrations, sqliteFileOf } from "../dataset/dataset-cache";
 import { checkpoint, writeRun } from "../dataset/write-run";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
 import { SCAN_ADMISSION_OFF } from "../lib/scan-admission-off";
 import { SeededRandom } from "../lib/seeded-random";
@@ -288,6 +289,5 @@ export async function runLoadBench(options: LoadBenchOptions): Promise<void> {
     goodRecords: goodTraces * RECORDS_PER_TRACE,
     badRecords: badTraces * RECORDS_PER_TRACE,
   });
-  console.log(`\n${markdown}`);
-  console.log(`written to ${writeResult("load", markdown, options.quick)}`);
+  finishReport("load", markdown, options.quick);
 }

@@ -19,7 +19,8 @@ import { type Dataset, discardCopy, emptyDatabase } from "../dataset/dataset-cac
 import { sessionInput } from "../dataset/synthetic-traces";
 import { workload } from "../ingest/ingest-bench";
 import { expectStatus, roundTripsOf, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SERVICE_CONFIG } from "../lib/paths";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
 import { withDevServer } from "../lib/wrangler-dev";
@@ -167,7 +168,5 @@ export async function runOtlpBench(options: OtlpBenchOptions): Promise<string> {
     failures.length === 0 ? "Every target met." : ["Targets missed:", "", ...failures].join("\n"),
     "",
   ].join("\n");
-  const file = writeResult("otlp", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("otlp", markdown, options.quick);
 }

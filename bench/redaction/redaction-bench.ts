@@ -23,7 +23,8 @@ import { discardCopy, emptyDatabase } from "../dataset/dataset-cache";
 import { sessionInput } from "../dataset/synthetic-traces";
 import { workload } from "../ingest/ingest-bench";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SERVICE_CONFIG } from "../lib/paths";
 import { count, ms, ratio } from "../lib/stats";
 import { withDevServer } from "../lib/wrangler-dev";
@@ -201,7 +202,5 @@ export async function runRedactionBench(options: RedactionBenchOptions): Promise
     `Realistic records (the payload above, input and output): ${perRecord.records} records, ${ms(perRecord.msPerRecord)} ms per record with every detector, slowest text ${ms(perRecord.maxMs)} ms.`,
     "",
   ].join("\n");
-  const file = writeResult("redaction", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("redaction", markdown, options.quick);
 }

@@ -18,7 +18,8 @@ import os from "node:os";
 import type { D1Call } from "../../src/http/d1-round-trips";
 import { type Dataset, ensureDataset } from "../dataset/dataset-cache";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { CAPTURE_WORKER_CONFIG, FLOOR_WORKER_CONFIG, SERVICE_CONFIG } from "../lib/paths";
 import { SCAN_ADMISSION_OFF } from "../lib/scan-admission-off";
 import { queryPlan, type SqlStatement, type SqlValue, timeStatements } from "../lib/sqlite-cli";
@@ -421,7 +422,5 @@ export async function runSearchBench(options: SearchBenchOptions): Promise<strin
   const runs: ShapeRun[] = [];
   for (const dataset of datasets) runs.push(...(await benchSize(dataset, options, shapes)));
   const markdown = report(runs, options, startLoad, sizes);
-  const file = writeResult("search", markdown, options.quick);
-  console.log(`\n${markdown.split("\n## The SQL")[0]}\nwritten to ${file}`);
-  return file;
+  return finishReport("search", markdown, options.quick, markdown.split("\n## The SQL")[0]);
 }

@@ -29,7 +29,8 @@ import { type D1Target, applyMigrations, executeD1 } from "../../scripts/lib/wra
 import { sessionInput } from "../dataset/synthetic-traces";
 import { workload } from "../ingest/ingest-bench";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
 import { SCAN_ADMISSION_OFF } from "../lib/scan-admission-off";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
@@ -343,9 +344,7 @@ export async function runShardsBench(options: ShardsBenchOptions): Promise<strin
       markdownTable(["measure", "value"], moveRows, ["l", "l"]),
       "",
     ].join("\n");
-    const file = writeResult("shards", markdown, options.quick);
-    console.log(`\n${markdown}\nwritten to ${file}`);
-    return file;
+    return finishReport("shards", markdown, options.quick);
   } finally {
     for (const d of deployments) await d.server?.stop();
     rmSync(base, { recursive: true, force: true });

@@ -14,7 +14,8 @@
 import { spawnSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { DATA_DIR, REPO_ROOT } from "../lib/paths";
 import { count, ratio } from "../lib/stats";
 import { baselineTree, defaultBaselineRef } from "./baseline-tree";
@@ -187,9 +188,7 @@ async function runIngestOnly(sides: Side[], ref: string, options: StorageBenchOp
     ingest.failures.length > 0 ? ["Targets missed:", "", ...ingest.failures].join("\n") : "Every target met.",
     "",
   ].join("\n");
-  const file = writeResult("ingest-baseline", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("ingest-baseline", markdown, options.quick);
 }
 
 export async function runStorageBench(options: StorageBenchOptions): Promise<string> {
@@ -243,7 +242,5 @@ export async function runStorageBench(options: StorageBenchOptions): Promise<str
     verdicts.length > 0 ? ["Targets missed:", "", ...verdicts].join("\n") : "Every target met.",
     "",
   ].join("\n");
-  const file = writeResult("storage", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("storage", markdown, options.quick);
 }

@@ -13,7 +13,8 @@
  *    verdict judges the explorer's p50 against 100 ms, next to the machine's load average.
  */
 import os from "node:os";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { ms, percentile, ratio } from "../lib/stats";
 import { type TableRenders, measureTableRenders, PAGE_ROWS } from "./table-renders";
 import { RENDER_TRACES } from "../../test/node/render-timing-traces";
@@ -89,7 +90,5 @@ export async function runUiBench(options: UiBenchOptions): Promise<string> {
   const loads = options.quick ? QUICK_LOADS : LOADS;
   const renders = await withUiService((service) => measureTableRenders(service, loads));
   const markdown = report(renders, startLoad);
-  const file = writeResult("ui", markdown, options.quick);
-  console.log(`\n${markdown}\nwritten to ${file}`);
-  return file;
+  return finishReport("ui", markdown, options.quick);
 }

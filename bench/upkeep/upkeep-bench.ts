@@ -20,7 +20,8 @@ import { performance } from "node:perf_hooks";
 import { discardCopy, emptyDatabase, type Dataset } from "../dataset/dataset-cache";
 import { workload } from "../ingest/ingest-bench";
 import { expectStatus, timedJson } from "../lib/http-timing";
-import { markdownTable, runConditions, writeResult } from "../lib/markdown-report";
+import { markdownTable, runConditions } from "../lib/markdown-report";
+import { finishReport } from "../lib/finish-report";
 import { SERVICE_CONFIG } from "../lib/paths";
 import { queryJson } from "../lib/sqlite-cli";
 import { count, median, ms, ratio } from "../lib/stats";
@@ -206,9 +207,7 @@ export async function runUpkeepBench(options: UpkeepBenchOptions): Promise<strin
         recovered === null ? "S8 and A1 were not back within target before the bench stopped watching." : `S8 and A1 back within target, tail empty: **${recovered.toFixed(0)} s** after the import ended.`,
         "",
       ].join("\n");
-      const file = writeResult("upkeep", markdown, options.quick);
-      console.log(`\n${markdown}\nwritten to ${file}`);
-      return file;
+      return finishReport("upkeep", markdown, options.quick);
     });
   } finally {
     discardCopy(db);

@@ -97,7 +97,7 @@ export class TextCandidatesOverflow extends Error {
  * not do it when the condition holds a subquery: SQLite (3.40 and D1's) tests such a constant term
  * on every entry of the loop instead of once before it, so an arm meant to be off walked the
  * run's whole index: 120 ms of the 150 ms of the bench's text search at 1,000,000 records
- * (docs/benchmarks.md, "Text index"). A NULL key makes the seek end at once.
+ * (bench/results/text-index-history.md, "Text index"). A NULL key makes the seek end at once.
  */
 export function onlyWhen(condition: SQL, value: SQL): SQL {
   return sql`CASE WHEN ${condition} THEN ${value} END`;
