@@ -24,6 +24,8 @@ export function RedactionPage({ projectId, user }: { projectId: string; user: Cu
   const [policy, setPolicy] = useState<RedactionPolicy | null>(null);
   const [saved, setSaved] = useState<RedactionPolicy | null>(null);
   const [error, setError] = useState<unknown>(null);
+  // A refused save (a 422 on a custom pattern) is shown at the form, which keeps the edits.
+  const [saveError, setSaveError] = useState<unknown>(null);
   const [sample, setSample] = useState(SAMPLE);
   const [preview, setPreview] = useState<string | null>(null);
   const [previewError, setPreviewError] = useState<unknown>(null);
@@ -59,13 +61,13 @@ export function RedactionPage({ projectId, user }: { projectId: string; user: Cu
   const save = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
-    setError(null);
+    setSaveError(null);
     try {
       const stored = await putPolicy(projectId, policy);
       setPolicy(stored);
       setSaved(stored);
     } catch (err) {
-      setError(err);
+      setSaveError(err);
     } finally {
       setBusy(false);
     }
@@ -124,6 +126,7 @@ export function RedactionPage({ projectId, user }: { projectId: string; user: Cu
               Add a pattern
             </button>
           </fieldset>
+          {saveError ? <ErrorNotice error={saveError} /> : null}
           {admin ? (
             <button type="submit" disabled={!dirty || busy} data-testid="save-redaction">
               {dirty ? "Save the policy" : "Saved"}

@@ -18,8 +18,11 @@ export function RecordDetail({ record, units, children }: { record: ApiRecord; u
   // Shadow-mode redaction (docs/redaction.md) stores masked copies beside the originals: the
   // redacted view is the default (the issue asks it for members; the page shows it to everyone
   // first, so an original is only ever on screen by choice), and a toggle shows the original.
+  // The choice is for one record: the component stays mounted while the trace view moves between
+  // spans, and the next record must open on its redacted view again.
   const hasRedacted = record.redacted_input != null || record.redacted_output != null;
-  const [showOriginal, setShowOriginal] = useState(false);
+  const [originalOf, setOriginalOf] = useState<unknown>(null);
+  const showOriginal = originalOf !== null && originalOf === record.id;
   const redactedView = hasRedacted && !showOriginal;
   const input = redactedView && record.redacted_input != null ? record.redacted_input : record.input;
   const output = redactedView && record.redacted_output != null ? record.redacted_output : record.output;
@@ -63,7 +66,7 @@ export function RecordDetail({ record, units, children }: { record: ApiRecord; u
       </dl>
       {hasRedacted ? (
         <label class="inline redacted-toggle" data-testid="redacted-toggle">
-          <input type="checkbox" checked={!showOriginal} onChange={(e) => setShowOriginal(!e.currentTarget.checked)} /> Redacted view (personal data masked)
+          <input type="checkbox" checked={!showOriginal} onChange={(e) => setOriginalOf(e.currentTarget.checked ? null : record.id)} /> Redacted view (personal data masked)
         </label>
       ) : null}
       <section>
