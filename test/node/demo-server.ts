@@ -30,19 +30,32 @@ export async function startDemoServer(timeoutMs = 600_000): Promise<DemoServer> 
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), INSPECTOR_PORT: "0", WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],
+    // Its own process group, so that stop() ends wrangler and workerd too: a SIGTERM passed down
+    // tsx -> start.ts -> wrangler left wrangler dev running (parent 1) whenever wrangler was slow to
+    // stop (a scheduled run of the local cron in flight) and the SIGKILL below reached tsx alone.
+    detached: true,
   });
   let text = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (text += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (text += d));
 
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once("exit", r));
-      child.kill("SIGTERM");
-      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      signalGroup("SIGTERM");
+      const timer = setTimeout(() => signalGroup("SIGKILL"), 15_000);
       await exited;
       clearTimeout(timer);
     }
+    // Whatever of the group outlived npm start (wrangler, workerd) goes with it.
+    signalGroup("SIGKILL");
     rmSync(persistTo, { recursive: true, force: true });
   };
 
