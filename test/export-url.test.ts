@@ -124,6 +124,29 @@ describe("a large export across queue messages", () => {
   }, 120_000);
 });
 
+describe("a sorted export across queue messages", () => {
+  it("continues the sort's keyset between messages: every root once, in the streamed export's order", async () => {
+    // Every trace has the same team: the whole export is one tie, broken by id, across pages.
+    for (const ascending of [true, false]) {
+      const body = { root_type: "trace", export_format: "csv", column_ids: ["id", "name"], sort: { column_id: "user_metadata.team", ascending } };
+      const queued = await queueExport(admin, big, body);
+      expect(queued.status, JSON.stringify(queued.body)).toBe(200);
+      const job = await waitForExport(admin, queued.body.job_id);
+      expect(job.status, job.error_message).toBe("completed");
+      const download = await call(pathOf(queued.body.url));
+      expect(download.status).toBe(200);
+      const streamed = await streamExport(admin, big, body);
+      expect(streamed.status).toBe(200);
+      expect(text(download.body)).toBe(text(streamed.body));
+      const ids = text(download.body).split("\n").slice(1).filter(Boolean).map((line) => line.split(",")[0]!);
+      expect(ids).toHaveLength(250);
+      expect(new Set(ids).size).toBe(250);
+      const byId = [...ids].sort();
+      expect(ids).toEqual(ascending ? byId : byId.reverse());
+    }
+  }, 120_000);
+});
+
 describe("a small export", () => {
   it("is one object, csv with the streamed export's header and rows, redacted", async () => {
     const body = { root_type: "trace", export_format: "csv", column_ids: ["id", "name", "input"] };

@@ -1,10 +1,12 @@
 /**
  * Reads an export a page at a time, by keyset: each page continues from the last record of the
- * one before (its created_at and id), so page N costs what page 1 costs, where an offset would
- * walk every earlier record again. The pages are the search's statements (src/search): the same
- * filter compiler, tenancy guard, access paths and scan classification; the keyset is two extra
- * conditions the driving index serves (created_at = X AND id beyond Y, then created_at beyond X),
- * so the order is created_at, then id, in the requested direction.
+ * one before (its sort value and id), where an offset would walk every earlier record again.
+ * The pages are the search's statements (src/search), keyset included (SearchQuery.after): the
+ * same filter compiler, sort plans, tenancy guard, access paths and scan classification, so the
+ * order is the search's with the same sort (NULLs last, ties by id in the sort's direction).
+ * Where the sort has an index (created_at, id, a metric, a side table's driver) the keyset is a
+ * range of it and page N costs what page 1 costs; otherwise each page sorts the matches after
+ * the keyset (docs/export.md, "Order").
  *
  * Below a page of roots, the descendants (a session's traces and their spans, a trace's spans, the
  * spans below a span) are read in two steps (export-statements.ts): their outline (row key, id,
@@ -15,7 +17,7 @@
 import type { RecordFamily } from "../columns/standard-columns";
 import { compileSearchQuery, type SearchScope } from "../search/compile-search-query";
 import { resolveColumn } from "../search/search-columns";
-import type { FilterLeaf, FilterNode, SearchQuery } from "../search/search-query";
+import type { FilterLeaf, FilterNode, SearchQuery, SortKeyset } from "../search/search-query";
 import type { StoredRow } from "../search/shape-record";
 import { type OutlineRow, outlineStatement, rowsStatement } from "./export-statements";
 
@@ -29,20 +31,6 @@ export interface ExportSource {
   admit: <T>(query: SearchQuery, work: () => Promise<T>) => Promise<T>;
 }
 
-interface Keyset {
-  createdAt: number;
-  id: string;
-}
-
-/**
- * Where a keyset walk stands after a page: past `after` (within its created_at while `tie`).
- * Plain JSON: a queued export stores it between queue messages and continues from it.
- */
-export interface KeysetCursor {
-  after: Keyset;
-  tie: boolean;
-}
-
 const column = (id: string, family: RecordFamily) => {
   const resolved = resolveColumn(id, family);
   if (!resolved.ok) throw new Error(`export: column ${id} does not resolve for ${family}`);
@@ -51,18 +39,21 @@ const column = (id: string, family: RecordFamily) => {
 
 const leaf = (l: FilterLeaf): FilterNode => ({ kind: "leaf", leaf: l });
 
-/** The filter of the page after `after`, in the query's direction (`tie`: within after's created_at). */
-function keysetFilter(query: SearchQuery, after: Keyset, tie: boolean): FilterNode {
-  const ascending = query.sort?.ascending ?? false;
-  const beyond = ascending ? "gt" : "lt";
-  const createdAt = column("created_at", query.family);
-  const conditions: FilterNode[] = tie
-    ? [
-        leaf({ kind: "compare", column: createdAt, operator: "eq", value: after.createdAt, caseSensitive: true }),
-        leaf({ kind: "compare", column: column("id", query.family), operator: beyond, value: after.id, caseSensitive: true }),
-      ]
-    : [leaf({ kind: "compare", column: createdAt, operator: beyond, value: after.createdAt, caseSensitive: true })];
-  return { kind: "and", children: [query.filter, ...conditions] };
+/**
+ * Where a keyset walk stands after a page: past `after` (its sort value and id) in the query's
+ * order. Plain JSON: a queued export stores it between queue messages and continues from it.
+ */
+export interface KeysetCursor {
+  after: SortKeyset;
+}
+
+/**
+ * The keyset of a stored cursor. A job queued before sorted exports stored `{after: {createdAt,
+ * id}, tie: true}` (within that created_at, past that id): the same place in the created_at order.
+ */
+function keysetOf(cursor: KeysetCursor | { after: { createdAt: number; id: string } }): SortKeyset {
+  const after = cursor.after as Partial<SortKeyset> & { createdAt?: number; id: string };
+  return after.createdAt !== undefined && !("value" in after) ? { value: after.createdAt, id: after.id } : { value: after.value ?? null, id: after.id };
 }
 
 async function readPage(source: ExportSource, query: SearchQuery): Promise<StoredRow[]> {
@@ -71,9 +62,9 @@ async function readPage(source: ExportSource, query: SearchQuery): Promise<Store
 }
 
 /**
- * Every record of `query` (its filter, its direction), page after page of `pageSize`, from the
- * start or from `start`. Each page's rows are yielded with the cursor after it; the
- * next is read only when the caller asks for it.
+ * Every record of `query` (its filter, its sort), page after page of `pageSize`, from the start
+ * or from `start`. Each page's rows are yielded with the cursor after it; the next is read only
+ * when the caller asks for it.
  */
 export async function* keysetPages(
   source: ExportSource,
@@ -81,34 +72,20 @@ export async function* keysetPages(
   pageSize: number,
   start?: KeysetCursor,
 ): AsyncGenerator<{ rows: StoredRow[]; cursor: KeysetCursor }> {
-  let after: Keyset | undefined = start?.after;
-  let tie = start?.tie ?? false;
+  let after: SortKeyset | null = start ? keysetOf(start) : null;
   for (;;) {
-    const paged: SearchQuery = { ...query, limit: pageSize, offset: 0, filter: after ? keysetFilter(query, after, tie) : query.filter };
-    const rows = await readPage(source, paged);
-    if (rows.length === 0) {
-      // The tail of the last created_at is done: go on past it; past it and empty: the end.
-      if (after && tie) {
-        tie = false;
-        continue;
-      }
-      return;
-    }
+    const rows = await readPage(source, { ...query, limit: pageSize, offset: 0, after });
+    if (rows.length === 0) return;
     const last = rows[rows.length - 1]!;
-    after = { createdAt: Number(last.created_at), id: String(last.id) };
-    const readTie = tie;
-    tie = true;
-    yield { rows, cursor: { after, tie } };
+    // sort_value: the value the page was ordered by (null: a record without one, sorted last).
+    const value = last.sort_value as string | number | null | undefined;
+    after = { value: value ?? null, id: String(last.id) };
+    yield { rows, cursor: { after } };
     // The statement reads pageSize + 1 rows (compileSearchQuery) and returns them unless its byte
-    // budget cuts the page (`_rows_read` counts them before the cut). Fewer read, none cut: nothing
-    // is left where it read. Past the tie (or from the start) that is the end, without the two
-    // empty statements that would confirm it; within the tie, the walk goes on past the
-    // created_at at once.
+    // budget cuts the page (`_rows_read` counts them before the cut). Fewer read, none cut:
+    // nothing follows, without the empty statement that would confirm it.
     const read = Number(rows[0]!._rows_read ?? rows.length);
-    if (read <= pageSize && rows.length === read) {
-      if (!readTie) return;
-      tie = false;
-    }
+    if (read <= pageSize && rows.length === read) return;
   }
 }
 

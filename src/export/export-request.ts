@@ -18,16 +18,6 @@ export const ExportBody = PartialSearchRequestSchema.extend({
   redact: z.boolean().default(true).openapi({ description: "Where a record has redacted_input / redacted_output, they replace input / output." }),
   column_ids: z.array(z.string()).max(200).nullish().openapi({ description: "CSV only: the columns, in order; default the root type's standard columns." }),
   file_name: z.string().max(255).nullish().openapi({ description: "Content-Disposition file name (sanitised)." }),
-  // The export pages by keyset on (created_at, id): the one order it continues (docs/export.md, "Order").
-  sort: z
-    .object({
-      column_id: z.literal("created_at").nullish(),
-      name: z.literal("created_at").nullish().openapi({ description: "Alias of `column_id`." }),
-      ascending: z.boolean().nullish().openapi({ description: "Default true, as in a search (without `sort`: newest first)." }),
-      sort_type: z.literal("column").nullish(),
-    })
-    .nullish()
-    .openapi({ description: "created_at, descending by default; ties by id in the same direction." }),
 }).superRefine(refineRunSelector);
 
 export type ExportBody = z.infer<typeof ExportBody>;

@@ -42,7 +42,7 @@ const exportRoute = createRoute({
   tags: ["Export"],
   summary: "Export a run's records as JSONL or CSV, streamed",
   description:
-    "Streams the records of one run that match the filter: `jsonl` one root record a line with its descendants nested (a session's `traces`, a trace's and a span's `spans`), `jsonl_flat` one record a line (roots and descendants), `csv` one root a row under a header of `column_ids`. Ordered by created_at (descending by default), then id. Read in keyset pages as the client reads; a failure mid-stream aborts the response. Members may export. See docs/export.md.",
+    "Streams the records of one run that match the filter: `jsonl` one root record a line with its descendants nested (a session's `traces`, a trace's and a span's `spans`), `jsonl_flat` one record a line (roots and descendants), `csv` one root a row under a header of `column_ids`. Ordered as the search with the same `sort` (default created_at descending), ties by id. Read in keyset pages as the client reads; a failure mid-stream aborts the response. Members may export. See docs/export.md.",
   request: {
     params: ProjectIdParam,
     body: { content: { "application/json": { schema: ExportBody } }, required: true },

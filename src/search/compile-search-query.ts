@@ -109,6 +109,27 @@ function isColumn(column: ColumnRef, id: string): boolean {
   return column.kind === "standard" && column.id === id;
 }
 
+/**
+ * The keyset condition (query.after): the record comes after `after` in the order
+ * `expression IS NULL, expression, id` (in the direction; NULLs last either way), the order
+ * every plan pages in. A row value `(expression, id) > (v, id)` is a range of an index whose
+ * key carries both (SQLite seeks to it), so a continued page reads no earlier entry.
+ * `sorted: null`: the order is by id alone.
+ */
+function keysetCondition(ctx: Context, sorted: { expression: SQL; nullable: boolean } | null, id: SQL): SQL {
+  const after = ctx.query.after;
+  if (!after) return sql.raw("1");
+  const op = sql.raw(ctx.direction === "ASC" ? ">" : "<");
+  const afterId = ctx.pack.value(after.id);
+  if (sorted === null) return sql`${id} ${op} ${afterId}`;
+  if (after.value === null) {
+    // Past the last record with a value: only records without one remain, by id.
+    return sorted.nullable ? sql`((${sorted.expression}) IS NULL AND ${id} ${op} ${afterId})` : sql.raw("0");
+  }
+  const beyond = sql`(${sorted.expression}, ${id}) ${op} (${ctx.pack.value(after.value)}, ${afterId})`;
+  return sorted.nullable ? sql`((${sorted.expression}) IS NULL OR ${beyond})` : beyond;
+}
+
 // ---- records-driven plan ----------------------------------------------------------------------
 
 /** The value a sort orders by, for sorts that are not served by a side table. */
@@ -153,7 +174,8 @@ function recordsPlan(ctx: Context): SQL {
     : sort.nullable
       ? sql`(${sort.expression}) IS NULL, ${sort.expression} ${dir}, ${r.id} ${dir}`
       : sql`${sort.expression} ${dir}, ${r.id} ${dir}`;
-  return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+  const keyset = keysetCondition(ctx, byId ? null : sort, sql`${r.id}`);
+  return sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${keyset} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
 }
 
 // ---- text-index-driven plan ------------------------------------------------------------------
@@ -177,12 +199,13 @@ function textPlan(ctx: Context): SQL {
   const walkable = byId || query.sort === null || isColumn(query.sort.column, "created_at");
   const few = pack.value(TEXT_CANDIDATES_READ_ALL);
   const count = sql.raw(`(SELECT count(*) FROM "tcand")`);
-  const readAll = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM "tcand" CROSS JOIN ${from(r)} ON ${r.rid} = "tcand"."rid" WHERE ${walkable ? sql`${count} <= ${few} AND ` : sql``}${baseConditions(ctx)} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
+  const keyset = keysetCondition(ctx, byId ? null : sort, sql`${r.id}`);
+  const readAll = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM "tcand" CROSS JOIN ${from(r)} ON ${r.rid} = "tcand"."rid" WHERE ${walkable ? sql`${count} <= ${few} AND ` : sql``}${baseConditions(ctx)} AND ${keyset} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${order} ${pageLimit(ctx)}`;
   if (!walkable) return readAll;
   // The unary + keeps SQLite from driving by the candidates' row keys: the order index drives.
   // Its seek key is NULL unless there are more than `few` candidates (onlyWhen: a constant test
   // in the WHERE would be tested on every entry of the run's index, not once).
-  const walk = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx, onlyWhen(sql`${count} > ${few}`, ctx.familyKey))} AND +${r.rid} IN (SELECT "rid" FROM "tcand") AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${byId ? sql`${r.id} ${dir}` : order} ${pageLimit(ctx)}`;
+  const walk = sql`SELECT 0 AS "arm", ${sort.expression} AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx, onlyWhen(sql`${count} > ${few}`, ctx.familyKey))} AND +${r.rid} IN (SELECT "rid" FROM "tcand") AND ${keyset} AND ${residual(conjunctsOf(query.filter), pack)} ORDER BY ${byId ? sql`${r.id} ${dir}` : order} ${pageLimit(ctx)}`;
   return sql`SELECT * FROM (${readAll}) UNION ALL SELECT * FROM (${walk})`;
 }
 
@@ -255,7 +278,8 @@ function sidePlan(ctx: Context, driver: SideDriver): SQL {
           };
   const ranges = createdAtRanges(conjuncts, side.createdAt, pack);
   // Balanced (balancedJoin): up to 50 range terms in a chain would pass SQLite's depth limit.
-  const where = balancedJoin([side.match, ...ranges, baseConditions(ctx), residual(rest, pack)], "AND");
+  const keyset = keysetCondition(ctx, { expression: side.createdAt, nullable: false }, side.recordId);
+  const where = balancedJoin([side.match, ...ranges, keyset, baseConditions(ctx), residual(rest, pack)], "AND");
   return sql`SELECT 0 AS "arm", ${side.createdAt} AS "sort_value", ${ctx.columns} FROM ${side.table} CROSS JOIN ${from(r)} ON ${r.rid} = ${side.recordRid} WHERE ${where} ORDER BY ${side.createdAt} ${dir}, ${side.recordId} ${dir} ${pageLimit(ctx)}`;
 }
 
@@ -295,7 +319,11 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   const metricName = pack.value(name);
   const { familyKey } = ctx;
   const key = sql`(SELECT ${metricKey.key} FROM ${from(metricKey)} WHERE ${metricKey.familyKey} = ${familyKey} AND ${metricKey.name} = ${metricName})`;
-  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${balancedJoin([sql`${driverMetrics.metricKey} = ${key}`, ...ranges, baseConditions(ctx), rest], "AND")}`;
+  // The keyset on the driving index's own (value, record_id); past the records with the metric
+  // (a null value), this arm is empty and the second continues by id.
+  const afterNull = query.after != null && query.after.value === null;
+  const keyset = afterNull ? sql.raw("0") : keysetCondition(ctx, { expression: sql`${driverMetrics.value}`, nullable: false }, sql`${driverMetrics.recordId}`);
+  const withMetric = sql`${from(driverMetrics)} CROSS JOIN ${from(r)} ON ${r.rid} = ${driverMetrics.recordRid} WHERE ${balancedJoin([sql`${driverMetrics.metricKey} = ${key}`, ...ranges, keyset, baseConditions(ctx), rest], "AND")}`;
   const firstArm = sql`SELECT 0 AS "arm", ${driverMetrics.value} AS "sort_value", ${ctx.columns} FROM ${withMetric} ORDER BY ${driverMetrics.value} ${dir}, ${driverMetrics.recordId} ${dir} ${pageLimit(ctx)}`;
   if (ranges.length > 0) return { with: sql``, inner: firstArm };
 
@@ -306,7 +334,8 @@ function metricPlan(ctx: Context, name: string): { with: SQL; inner: SQL } {
   const firstArmRows = sql.raw(`(SELECT "n" FROM "arm1_count")`);
   const withoutMetric = sql`NOT EXISTS (${recordMetricRows(metricName)})`;
   // LIMIT 0 when the first arm fills the page: SQLite then never starts the second arm's scan.
-  const secondArm = sql`SELECT 1 AS "arm", NULL AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${withoutMetric} AND ${rest} ORDER BY ${r.id} ${dir} LIMIT max(0, ${pageEnd} - max(${firstArmRows}, ${offset})) OFFSET max(0, ${offset} - ${firstArmRows})`;
+  const secondKeyset = afterNull ? keysetCondition(ctx, null, sql`${r.id}`) : sql.raw("1");
+  const secondArm = sql`SELECT 1 AS "arm", NULL AS "sort_value", ${ctx.columns} FROM ${from(r)} WHERE ${baseConditions(ctx)} AND ${secondKeyset} AND ${withoutMetric} AND ${rest} ORDER BY ${r.id} ${dir} LIMIT max(0, ${pageEnd} - max(${firstArmRows}, ${offset})) OFFSET max(0, ${offset} - ${firstArmRows})`;
   return { with: counted, inner: sql`SELECT * FROM (${firstArm}) UNION ALL SELECT * FROM (${secondArm})` };
 }
 

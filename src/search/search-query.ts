@@ -51,6 +51,18 @@ export interface SortSpec {
   ascending: boolean;
 }
 
+/**
+ * Where a page continues (a keyset, for callers that walk every match, as the export does): the
+ * page holds only the records after this one in the query's order, the record being given by
+ * its sort value (the statement's `sort_value`: null for a record without a value, which sorts
+ * last) and its id (the tie-break). Each plan applies it on its own driving order
+ * (compile-search-query.ts), so a page costs what an offset-0 page costs.
+ */
+export interface SortKeyset {
+  value: string | number | null;
+  id: string;
+}
+
 export interface Projection {
   /** The selected columns, or null for every standard field of the record's kind. */
   columns: SelectedColumn[] | null;
@@ -70,6 +82,8 @@ export interface SearchQuery {
   includeCounts: boolean;
   includeMetricInfo: boolean;
   truncateFields: boolean;
+  /** Only the records after this one (absent: from the first). Used with offset 0. */
+  after?: SortKeyset | null;
 }
 
 /**
