@@ -22,12 +22,15 @@ export const LAYERS: readonly (readonly string[])[] = [
   // below the records: shard routing and sizes, identity, provisioning, prices, the text index, the API page
   ["shards", "auth", "admin", "pricing", "text-index", "docs"],
   // the records and what they hang off
-  ["projects", "columns", "ingest", "retention", "deletion"],
+  // (redaction masks text inside ingest's write path, and its apply job rewrites ingest's rows)
+  ["projects", "columns", "ingest", "retention", "deletion", "redaction"],
   ["annotations"],
   ["search"],
   // capabilities built on search, ingest and deletion
   ["annotation-queues", "analytics", "compat", "delete-by-filter", "export", "otlp", "moves"],
   ["maintenance"],
+  // derived data's upkeep after writes: it runs the text index's, the metric cells' and maintenance's chunks
+  ["upkeep"],
   // entry points: the routers and the worker's handlers
   ["app.ts", "index.ts"],
 ];
