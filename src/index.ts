@@ -58,7 +58,10 @@ export default {
     }
     await handleDeletionQueue(batch as MessageBatch<DeletionMessage>, env);
     // Deletion chunks (deletion jobs, expiry) remove records: indexes to update, hours to recompute.
-    await requestUpkeepOf(env, new Set(batch.messages.map((m) => (m.body as DeletionMessage).shard ?? "DB")));
+    // A malformed message (no body, no shard, a name no binding has) asks for nothing.
+    const databases = new Set(allRecordDatabases(env));
+    const shardOf = (body: unknown) => ((body as Partial<DeletionMessage> | null)?.shard ?? "DB") as unknown;
+    await requestUpkeepOf(env, new Set(batch.messages.map((m) => shardOf(m.body)).filter((shard): shard is string => typeof shard === "string" && databases.has(shard))));
     // A deletion that just completed made the organization's older export files unservable
     // (src/deletion/job-parts.ts): remove their bytes now rather than at the next hourly cron.
     await removeDueExportFiles(env).catch((error) => console.error(`export files: removal failed: ${error instanceof Error ? error.message : String(error)}`));
