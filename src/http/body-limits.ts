@@ -40,6 +40,11 @@ const SMALL: Cap = { bytes: 64 * KiB, values: 10_000 };
  */
 const SEARCH: Cap = { bytes: 2 * MiB, values: 50_000 };
 /**
+ * A redaction preview: a sample text of up to 100,000 characters (up to 400 KB as UTF-8) and the
+ * policy to try on it.
+ */
+const REDACTION_PREVIEW: Cap = { bytes: 512 * KiB, values: 10_000 };
+/**
  * Ingestion (batch and streaming): a record may hold up to 1.9 MB (RECORD_LIMITS.maxRecordBytes),
  * so a batch of a few large records must fit. A 9.3 MiB batch of 10,000 records (the most one
  * request may carry) holds about 55-70 MB live while it is decoded, parsed, validated and turned
@@ -107,6 +112,9 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/export_records/url", SEARCH],
   ["PUT /v2/models/{model_name}/price_overrides", SMALL],
   ["PUT /v2/projects/{project_id}/analytics_settings", SMALL],
+  ["PUT /v2/projects/{project_id}/redaction", SMALL],
+  ["POST /v2/projects/{project_id}/redaction/apply", SMALL],
+  ["POST /v2/projects/{project_id}/redaction/preview", REDACTION_PREVIEW],
   ["POST /v2/projects/{project_id}/annotation/templates", ANNOTATION],
   ["PATCH /v2/projects/{project_id}/annotation/templates/{template_id}", SMALL],
   ["POST /v2/projects/{project_id}/annotation/templates/reorder", SMALL],

@@ -7,7 +7,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { adminOnly } from "../auth/authenticate";
 import { database } from "../db/client";
-import { adminOnlyResponse, commonErrorResponses, ProjectIdParam, queryBoolean } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, ProjectIdParam, queryBoolean, tooLargeResponse } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
 import { isoToMicros } from "../ingest/timestamps";
@@ -53,6 +53,7 @@ const apply = createRoute({
       description: "The job, or the dry run's counts",
     },
     ...adminOnlyResponse,
+    ...tooLargeResponse,
     ...commonErrorResponses,
   },
 });

@@ -7,7 +7,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { adminOnly } from "../auth/authenticate";
 import { database, nowMicros } from "../db/client";
-import { adminOnlyResponse, commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, ProjectIdParam, tooLargeResponse } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
 import type { ValidationErrorItem } from "../http/validation-errors";
@@ -70,6 +70,7 @@ const putPolicy = createRoute({
   responses: {
     200: { content: { "application/json": { schema: RedactionPolicySchema } }, description: "The policy, as stored" },
     ...adminOnlyResponse,
+    ...tooLargeResponse,
     ...commonErrorResponses,
   },
 });
@@ -90,6 +91,7 @@ const preview = createRoute({
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: PreviewBody } }, required: true } },
   responses: {
     200: { content: { "application/json": { schema: z.object({ masked: z.string(), changed: z.boolean() }) } }, description: "The masked text" },
+    ...tooLargeResponse,
     ...commonErrorResponses,
   },
 });
