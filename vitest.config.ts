@@ -109,6 +109,10 @@ export default defineConfig(async () => {
             sequence: { groupOrder: 0 },
             testTimeout: 360_000,
             hookTimeout: 600_000,
+            // expect.poll waits 1 s by default: a browser test's save, answered and re-read, took
+            // longer than that beside another file at load 12-14 (ui-annotations-browser's ratings).
+            // A poll that passes returns at once; this only bounds how long one may wait.
+            expect: { poll: { timeout: 15_000 } },
           },
         },
       ],
