@@ -21,6 +21,8 @@ async function start(port: number): Promise<{ child: ChildProcess; output: () =>
     cwd: REPO_ROOT,
     env: { ...process.env, PORT: String(port), INSPECTOR_PORT: "0" },
     stdio: ["ignore", "pipe", "pipe"],
+    // Its own process group, as a terminal's foreground job: stop() presses Ctrl+C.
+    detached: true,
   });
   running = child;
   let text = "";
@@ -47,7 +49,9 @@ async function start(port: number): Promise<{ child: ChildProcess; output: () =>
 async function stop(child: ChildProcess): Promise<number | null> {
   if (child.exitCode !== null) return child.exitCode;
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  child.kill("SIGTERM");
+  // Ctrl+C: SIGINT to the whole foreground group (tsx, start.ts, wrangler, workerd). A SIGTERM to
+  // tsx alone left wrangler dev serving after npm start had exited (seen 2026-11-28; open).
+  process.kill(-child.pid!, "SIGINT");
   return exited;
 }
 
@@ -133,7 +137,8 @@ describe("npm start", () => {
     expect(saved).toMatchObject({ api_key: apiKey, project_id: projectId, log_stream_id: logStreamId, email: "demo@example.com" });
 
     expect(await stop(child)).not.toBeNull();
-    expect(await isPortFree(port)).toBe(true);
+    // wrangler and workerd stop beside npm start, not before it: the port is free within seconds.
+    await expect.poll(() => isPortFree(port), { timeout: 15_000 }).toBe(true);
   });
 
   it("a second start prints the same key and seeds nothing", async () => {
