@@ -252,6 +252,9 @@ function expectFigures(actual: Record<string, unknown>, expected: Record<string,
   }
 }
 
+/** Whether [startMs, endMs) holds a whole UTC hour (one the pre-aggregated cells may answer). */
+const holdsWholeHour = (q: { startMs: number; endMs: number }) => Math.floor(q.endMs / HOUR) > Math.ceil(q.startMs / HOUR);
+
 const queryArb = (groups: Group[]) =>
   fc.record({
     startOffset: fc.integer({ min: -2 * 60, max: 3 * 60 }),
@@ -290,25 +293,37 @@ function checkBuckets(body: any, key: string, ref: ReturnType<typeof reference>,
 describe("metrics/search", () => {
   it("equals the reference for random windows, intervals, filters and groups", async () => {
     const averaged = ["toxicity"];
-    await fc.assert(
-      fc.asyncProperty(queryArb([null, "name", "tags", "status_code", "user_metadata.customer"]), async (raw) => {
-        const q = toQuery(raw as never);
-        if (!q) return;
-        const filter = filterBody(q.filter);
-        const answer = await call(`/v2/projects/${projectId}/metrics/search`, {
-          as: tenant,
-          body: { log_stream_id: stream, start_time: new Date(q.startMs).toISOString(), end_time: new Date(q.endMs).toISOString(), interval: q.interval, filters: filter ? [filter] : [], group_by: q.group },
-        });
-        expect(answer.status, JSON.stringify(answer.body).slice(0, 400)).toBe(200);
-        const ref = reference(traces, q);
-        expect(answer.body.group_by_columns).toEqual(ref.shown);
-        expectFigures(answer.body.aggregate_metrics, traceFigures(ref.whole, averaged), "aggregate");
-        for (const key of ["trace_count", "session_count", "span_count", "error_rate", "p95_latency_ns", "total_tokens", "total_cost", "average_toxicity"]) {
-          checkBuckets(answer.body, key, ref, q, (records) => traceFigures(records, averaged)[key]!);
-        }
-      }),
-      { numRuns: 25 },
-    );
+    // Since issue 29 the upkeep computes the hours' cells right after the writes, so a window
+    // holding whole hours may be answered from them (whether they were ready yet was a race that
+    // made this test flaky): compute them now, so every run takes the same paths.
+    for (const db of recordDatabases()) while (!(await refreshMetricCells(db, 5, 3)).complete);
+    try {
+      await fc.assert(
+        fc.asyncProperty(queryArb([null, "name", "tags", "status_code", "user_metadata.customer"]), async (raw) => {
+          const q = toQuery(raw as never);
+          if (!q) return;
+          // Percentiles of a window holding a whole UTC hour may come from that hour's cell
+          // (merged histograms: within the contract's 1% of nearest rank); any other is exact.
+          percentileTolerance = holdsWholeHour(q) ? 0.01 : 1e-9;
+          const filter = filterBody(q.filter);
+          const answer = await call(`/v2/projects/${projectId}/metrics/search`, {
+            as: tenant,
+            body: { log_stream_id: stream, start_time: new Date(q.startMs).toISOString(), end_time: new Date(q.endMs).toISOString(), interval: q.interval, filters: filter ? [filter] : [], group_by: q.group },
+          });
+          expect(answer.status, JSON.stringify(answer.body).slice(0, 400)).toBe(200);
+          const ref = reference(traces, q);
+          expect(answer.body.group_by_columns).toEqual(ref.shown);
+          expectFigures(answer.body.aggregate_metrics, traceFigures(ref.whole, averaged), "aggregate");
+          for (const key of ["trace_count", "session_count", "span_count", "error_rate", "p95_latency_ns", "total_tokens", "total_cost", "average_toxicity"]) {
+            checkBuckets(answer.body, key, ref, q, (records) => traceFigures(records, averaged)[key]!);
+          }
+        }),
+        // The window that failed at random before the cells were computed here (two whole hours).
+        { numRuns: 25, examples: [[{ startOffset: 0, minutes: 120, interval: 240, filter: null, group: null }]] },
+      );
+    } finally {
+      percentileTolerance = 1e-9;
+    }
   }, 240_000);
 });
 
