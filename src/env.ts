@@ -65,6 +65,8 @@ declare global {
       TOKEN_SECRET: string;
       /** Bearer token lifetime in seconds (default one day). */
       TOKEN_TTL_SECONDS?: string;
+      /** "1" turns on the bill's meter and its GET /__meter (src/http/d1-meter.ts); only the benches set it. */
+      D1_METER?: string;
       /** Brute-force guards, one object per email and per client IP (src/limits/password-guard.ts). */
       PASSWORD_GUARD: DurableObjectNamespace<PasswordGuard>;
       /** Scan slots, one object per organization (src/limits/scan-slots.ts). */

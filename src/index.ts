@@ -2,6 +2,7 @@ import { createApp } from "./app";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
 import type { DeletionMessage, Env, ExportMessage, MoveMessage, UpkeepMessage } from "./env";
 import { drainUnreadBody } from "./http/drain-request-body";
+import { countInvocation, METER_PATH, meteredEnv, meterEnabled, meterResponse } from "./http/d1-meter";
 import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
 import { handleRedactionMessage, isRedactionMessage } from "./redaction/apply-job";
@@ -29,15 +30,28 @@ function withDefaultContentType(request: Request): Request {
   return new Request(request, { headers });
 }
 
+/**
+ * The bindings a handler gets: as given, or with every D1 binding metered when the bill's meter
+ * is on (src/http/d1-meter.ts; the benches only), the invocation counted.
+ */
+function bindingsFor(env: Env, invocation: Parameters<typeof countInvocation>[0]): Env {
+  if (!meterEnabled(env)) return env;
+  countInvocation(invocation);
+  return meteredEnv(env);
+}
+
 export default {
-  fetch: async (request, env, ctx) => {
+  fetch: async (request, given, ctx) => {
+    if (meterEnabled(given) && new URL(request.url).pathname === METER_PATH) return meterResponse();
+    const env = bindingsFor(given, "request");
     const received = withDefaultContentType(request);
     const response = await app.fetch(received, env, ctx);
     // An answer given without reading the body (a refusal) takes the rest of it first.
     await drainUnreadBody(received);
     return response;
   },
-  queue: async (batch, env) => {
+  queue: async (batch, given) => {
+    const env = bindingsFor(given, { queueMessages: batch.messages.length });
     if (batch.queue === UPKEEP_QUEUE_NAME) return handleUpkeepQueue(batch as MessageBatch<UpkeepMessage>, env);
     if (isMoveQueue(batch.queue)) {
       await handleMoveQueue(batch as MessageBatch<MoveMessage>, env);
@@ -66,7 +80,8 @@ export default {
     // (src/deletion/job-parts.ts): remove their bytes now rather than at the next hourly cron.
     await removeDueExportFiles(env).catch((error) => console.error(`export files: removal failed: ${error instanceof Error ? error.message : String(error)}`));
   },
-  scheduled: (controller, env, ctx) => {
+  scheduled: (controller, given, ctx) => {
+    const env = bindingsFor(given, "scheduled");
     // Every cron run gives new, resumed and stalled project moves their message and runs the
     // upkeep of every database (src/upkeep): the safety net of the upkeep the writes start
     // through the upkeep queue (text index, metric cells, backfills; a database whose upkeep is

@@ -31,6 +31,7 @@ import { SCRATCH_DIR, SERVICE_CONFIG } from "../lib/paths";
 import { boundStatement, queryJson, runSqlite, sqlLiteral, type SqlValue } from "../lib/sqlite-cli";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
 import { withDevServer } from "../lib/wrangler-dev";
+import { BILL_VARS, type BillDelta, billDelta, billPoint, dollarsPerMillionSpans, LIST_PRICES, type SpanCost, untilQuiet } from "../lib/bill";
 import { BENCH_VARS } from "../search/search-bench";
 
 export interface IngestBenchOptions {
@@ -101,14 +102,17 @@ interface Throughput {
   seconds: number;
   latencies: number[];
   roundTrips: number[];
+  /** The bill of the setting: its requests (sessions, warm-up and timed), then the upkeep after them. */
+  bill: { spans: number; requests: BillDelta; upkeep: BillDelta; caughtUp: boolean };
 }
 
 async function serviceThroughput(dataset: Dataset, loads: { clients: number; load: Workload }[]): Promise<Throughput[]> {
   const { tenant } = dataset.manifest;
   const headers = { "Service-API-Key": tenant.apiKey };
-  return withDevServer({ name: "ingest", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: BENCH_VARS, readyPath: "/healthcheck" }, async (server) => {
+  return withDevServer({ name: "ingest", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: { ...BENCH_VARS, ...BILL_VARS }, readyPath: "/healthcheck" }, async (server) => {
     const results: Throughput[] = [];
     for (const { clients, load } of loads) {
+      const before = await billPoint(server.baseUrl, server.pid);
       // Sessions first, untimed: the SDK opens a session before logging into it.
       for (const session of load.sessions) {
         expectStatus(
@@ -138,7 +142,13 @@ async function serviceThroughput(dataset: Dataset, loads: { clients: number; loa
         }),
       );
       const seconds = (performance.now() - started) / 1000;
-      results.push({ clients, requests: timed.length, spans: timed.length * TRACES_PER_REQUEST * SPANS_PER_TRACE, seconds, latencies, roundTrips });
+      // The bill: what the requests cost, then what the upkeep they started (text index, metric
+      // cells, roll-ups) costs until it has caught up (untimed: the throughput is the writes').
+      const written = await billPoint(server.baseUrl, server.pid);
+      const caughtUp = await untilQuiet(server.baseUrl);
+      const after = await billPoint(server.baseUrl, server.pid);
+      const bill = { spans: bodies.length * TRACES_PER_REQUEST * SPANS_PER_TRACE, requests: billDelta(before, written), upkeep: billDelta(written, after), caughtUp };
+      results.push({ clients, requests: timed.length, spans: timed.length * TRACES_PER_REQUEST * SPANS_PER_TRACE, seconds, latencies, roundTrips, bill });
       console.log(`  service, ${clients} client${clients === 1 ? "" : "s"}: ${count(results[results.length - 1]!.spans / seconds)} spans/s`);
     }
     return results;
@@ -229,14 +239,19 @@ interface PayloadResult {
   spans: number;
   plainSeconds: number;
   serviceSqlSeconds: number;
+  /** Database bytes per span written (sessions and traces ride along), after the upkeep. */
+  bytesPerSpan: number;
 }
 
 async function benchPayload(payload: Payload, requests: number, clientSettings: number[]): Promise<PayloadResult> {
   const loads = clientSettings.map((clients, i) => ({ clients, load: workload(requests + 1, i * (requests + 1) * TRACES_PER_REQUEST, payload) }));
   const db = await emptyDatabase(`ingest-${payload}`, SEED);
   let service: Throughput[];
+  let bytesPerSpan: number;
   try {
+    const empty = await usedBytes(db.sqliteFile);
     service = await serviceThroughput(db, loads);
+    bytesPerSpan = ((await usedBytes(db.sqliteFile)) - empty) / service.reduce((sum, t) => sum + t.bill.spans, 0);
   } finally {
     discardCopy(db);
   }
@@ -245,7 +260,73 @@ async function benchPayload(payload: Payload, requests: number, clientSettings: 
   const timedLoad: Workload = { sessions: first.sessions, requests: first.requests.slice(1), spans: requests * TRACES_PER_REQUEST * SPANS_PER_TRACE };
   const base = await baselines(timedLoad, SEED);
   console.log(`  ${payload}: plain INSERT ${count(timedLoad.spans / base.plain)} spans/s; the service's statements on the file ${count(timedLoad.spans / base.serviceSql)} spans/s`);
-  return { payload, service, spans: timedLoad.spans, plainSeconds: base.plain, serviceSqlSeconds: base.serviceSql };
+  return { payload, service, spans: timedLoad.spans, plainSeconds: base.plain, serviceSqlSeconds: base.serviceSql, bytesPerSpan };
+}
+
+/** Bytes the database's pages hold (free pages left out), the write-ahead log's included. */
+async function usedBytes(sqliteFile: string): Promise<number> {
+  const [row] = await queryJson<{ bytes: number }>(sqliteFile, {
+    sql: "SELECT ((SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count())) * (SELECT page_size FROM pragma_page_size()) AS bytes",
+    params: [],
+  });
+  return row!.bytes;
+}
+
+/** What one span costs, from a setting's bill: its requests and the upkeep they started. */
+function spanCost(t: Throughput, bytesPerSpan: number): SpanCost {
+  const { spans, requests, upkeep } = t.bill;
+  return {
+    requestsPerSpan: requests.requests / spans,
+    cpuMsPerSpan: (requests.cpuMs + upkeep.cpuMs) / spans,
+    rowsReadPerSpan: (requests.rowsRead + upkeep.rowsRead) / spans,
+    rowsWrittenPerSpan: (requests.rowsWritten + upkeep.rowsWritten) / spans,
+    queueMessagesPerSpan: (requests.queueMessages + upkeep.queueMessages) / spans,
+    bytesPerSpan,
+  };
+}
+
+/** The report's bill: the one-client setting of each payload, per span, and in dollars. */
+function billSection(results: PayloadResult[]): string {
+  const rows: string[][] = [];
+  const dollars: string[][] = [];
+  const fixed = (value: number, digits = 2) => value.toFixed(digits);
+  for (const result of results) {
+    const t = result.service[0]!;
+    const { spans, requests, upkeep, caughtUp } = t.bill;
+    const cost = spanCost(t, result.bytesPerSpan);
+    rows.push([
+      result.payload,
+      count(spans),
+      fixed(requests.rowsWritten / spans),
+      fixed(upkeep.rowsWritten / spans),
+      fixed(cost.rowsReadPerSpan),
+      fixed(requests.cpuMs / spans, 3),
+      fixed(upkeep.cpuMs / spans, 3),
+      count(cost.bytesPerSpan),
+      `${requests.unmetered + upkeep.unmetered} of ${requests.roundTrips + upkeep.roundTrips}`,
+      caughtUp ? "yes" : "NO (still writing after 5 min)",
+    ]);
+    const lines = dollarsPerMillionSpans(cost);
+    const total = lines.reduce((sum, l) => sum + l.dollars, 0);
+    for (const l of lines) dollars.push([result.payload, l.line, `$${l.dollars.toFixed(4)}`]);
+    dollars.push([result.payload, "**total per million spans, kept 30 days**", `**$${total.toFixed(2)}**`]);
+  }
+  return [
+    "## The bill",
+    "",
+    "Per span ingested (requests of 100 traces × 10 spans, one client; sessions, traces and the warm-up request ride along), from D1's own `meta` (the service's meter, `D1_METER=1`: requests, queue batches and cron runs) and the `workerd` process's CPU. The upkeep columns are what the upkeep after writes did until it caught up (no row written for 5 s).",
+    "",
+    markdownTable(
+      ["payload", "spans", "rows written / span (requests)", "rows written / span (upkeep)", "rows read / span", "CPU ms / span (requests)", "CPU ms / span (upkeep)", "bytes stored / span", "round trips without meta", "upkeep caught up"],
+      rows,
+      ["l", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
+    ),
+    "",
+    `Dollars per million spans ingested and kept 30 days, at Cloudflare's list prices of ${LIST_PRICES.date} (Workers Paid, past the monthly allowance): $${LIST_PRICES.perMillionRequests} per million requests, $${LIST_PRICES.perMillionCpuMs} per million CPU ms, D1 $${LIST_PRICES.perMillionRowsWritten} per million rows written, $${LIST_PRICES.perMillionRowsRead} per million rows read, $${LIST_PRICES.perGbMonthStored} per GB-month, Queues $${LIST_PRICES.perMillionQueueOperations} per million operations (3 per message). CPU is the local workerd's, SQLite's included, so an upper bound of the billed Worker CPU.`,
+    "",
+    markdownTable(["payload", "line of the bill", "per million spans"], dollars, ["l", "l", "r"]),
+    "",
+  ].join("\n");
 }
 
 export async function runIngestBench(options: IngestBenchOptions): Promise<string> {
@@ -297,6 +378,7 @@ export async function runIngestBench(options: IngestBenchOptions): Promise<strin
     "",
     failures.length === 0 ? "Every target met." : ["Targets missed:", "", ...failures].join("\n"),
     "",
+    billSection(results),
   ].join("\n");
   return finishReport("ingest", markdown, options.quick);
 }

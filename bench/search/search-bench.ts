@@ -25,6 +25,7 @@ import { SCAN_ADMISSION_OFF } from "../lib/scan-admission-off";
 import { queryPlan, type SqlStatement, type SqlValue, timeStatements } from "../lib/sqlite-cli";
 import { count, median, ms, percentile, ratio } from "../lib/stats";
 import { type DevServer, withDevServer } from "../lib/wrangler-dev";
+import { BILL_VARS, type BillDelta, billDelta, billPoint, LIST_PRICES } from "../lib/bill";
 import { SEARCH_SHAPES, type SearchShape, shapePath, shapeRoute } from "./search-shapes";
 
 export interface SearchBenchOptions {
@@ -46,6 +47,37 @@ export const BENCH_VARS = { TOKEN_SECRET: "bench-token-secret-not-used-for-api-k
  * bench (which imports BENCH_VARS) measures the limits.
  */
 const SEARCH_BENCH_VARS = { ...BENCH_VARS, ...SCAN_ADMISSION_OFF };
+
+/** Searches of each shape the bill averages over (after its timed samples: the server is warm). */
+const BILL_SEARCHES = 5;
+
+/** What one search of a shape costs: the meter and the worker's CPU over BILL_SEARCHES searches. */
+async function measureBill(server: DevServer, dataset: Dataset, run: ShapeRun): Promise<void> {
+  const send = sender(server, dataset, run.shape);
+  const before = await billPoint(server.baseUrl, server.pid);
+  for (let i = 0; i < BILL_SEARCHES; i += 1) await send();
+  const total = billDelta(before, await billPoint(server.baseUrl, server.pid));
+  run.bill = Object.fromEntries(Object.entries(total).map(([key, value]) => [key, value / BILL_SEARCHES])) as unknown as BillDelta;
+}
+
+function billTable(runs: ShapeRun[], size: number): string {
+  const rows = runs
+    .filter((run) => run.size === size && run.bill)
+    .map((run) => {
+      const b = run.bill!;
+      const dollars = b.requests * (LIST_PRICES.perMillionRequests / 1e6) + b.cpuMs * (LIST_PRICES.perMillionCpuMs / 1e6) + b.rowsRead * (LIST_PRICES.perMillionRowsRead / 1e6) + b.rowsWritten * (LIST_PRICES.perMillionRowsWritten / 1e6);
+      return [run.shape.title, count(b.rowsRead), count(b.rowsWritten), b.cpuMs.toFixed(1), `${b.unmetered.toFixed(1)} of ${b.roundTrips.toFixed(1)}`, `$${(dollars * 1e6).toFixed(2)}`];
+    });
+  if (rows.length === 0) return "";
+  return [
+    `## The bill: what one search costs (at ${count(size)} records)`,
+    "",
+    markdownTable(["shape", "D1 rows read", "D1 rows written", "worker CPU ms (upper bound)", "round trips without meta", "per million searches"], rows, ["l", "r", "r", "r", "r", "r"]),
+    "",
+    `Averaged over ${BILL_SEARCHES} searches per shape after its timed samples, from D1's own \`meta\` (the service's meter, \`D1_METER=1\`) and the \`workerd\` process's CPU (SQLite's included: an upper bound of billed Worker CPU). Dollars at Cloudflare's list prices of ${LIST_PRICES.date} (bench/lib/bill.ts): the request, its CPU and its rows. Round trips without meta (\`raw()\`, e.g. drizzle's typed selects such as the API key's re-read) are counted, not guessed.`,
+    "",
+  ].join("\n");
+}
 
 interface Capture {
   state: "ok" | "unavailable" | "failed";
@@ -79,6 +111,8 @@ interface ShapeRun {
   floor?: Measured;
   engine?: Measured;
   plans: string[];
+  /** What one search of the shape costs (the bill's meter over BILL_SEARCHES requests). */
+  bill?: BillDelta;
 }
 
 function measured(samples: number[]): Measured {
@@ -211,12 +245,13 @@ async function benchSize(dataset: Dataset, options: SearchBenchOptions, shapes: 
   if (live.length === 0) return runs;
 
   const sampleCounts = new Map<string, number>();
-  await withDevServer({ name: "service", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: SEARCH_BENCH_VARS, readyPath: "/healthcheck" }, async (server) => {
+  await withDevServer({ name: "service", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: { ...SEARCH_BENCH_VARS, ...BILL_VARS }, readyPath: "/healthcheck" }, async (server) => {
     await warmServer(server, dataset, live);
     for (const run of live) {
       sampleCounts.set(run.shape.id, await measureEndpoint(server, dataset, run, options.quick));
       console.log(`  endpoint ${run.shape.id}: p50 ${ms(run.endpoint!.p50)} ms, p95 ${ms(run.endpoint!.p95)} ms (${run.endpoint!.samples.length} samples)`);
     }
+    for (const run of live) await measureBill(server, dataset, run);
   });
   await withDevServer({ name: "floor", config: FLOOR_WORKER_CONFIG, persistTo: dataset.persistDir }, async (server) => {
     for (const run of live) {
@@ -400,6 +435,7 @@ function report(runs: ShapeRun[], options: SearchBenchOptions, startLoad: number
     ...(goalsMissed.length > 0 ? ["", "Goals missed (within the failing bound):", "", ...goalsMissed] : []),
     "",
     relativeTable,
+    billTable(runs, largest),
     `## The SQL of each shape and its plan (at ${count(largest)} records)`,
     "",
     ...details,
