@@ -102,7 +102,10 @@ interface Throughput {
   seconds: number;
   latencies: number[];
   roundTrips: number[];
-  /** The bill of the setting: its requests (sessions, warm-up and timed), then the upkeep after them. */
+  /**
+   * The bill of the setting: while its requests ran (sessions, warm-up and timed, and the upkeep
+   * running beside them), then what the upkeep still did until it caught up.
+   */
   bill: { spans: number; requests: BillDelta; upkeep: BillDelta; caughtUp: boolean };
 }
 
@@ -314,10 +317,10 @@ function billSection(results: PayloadResult[]): string {
   return [
     "## The bill",
     "",
-    "Per span ingested (requests of 100 traces × 10 spans, one client; sessions, traces and the warm-up request ride along), from D1's own `meta` (the service's meter, `D1_METER=1`: requests, queue batches and cron runs) and the `workerd` process's CPU. The upkeep columns are what the upkeep after writes did until it caught up (no row written for 5 s).",
+    "Per span ingested (requests of 100 traces × 10 spans, one client; sessions, traces and the warm-up request ride along), from D1's own `meta` (the service's meter, `D1_METER=1`: requests, queue batches and cron runs) and the `workerd` process's CPU. While ingesting counts everything from the first session to the last answer, the upkeep the writes started running beside them included; after is what the upkeep still did until it caught up (no row written for 5 s). D1 counts a row written per index entry a write touches, as local D1 (miniflare's) reports it.",
     "",
     markdownTable(
-      ["payload", "spans", "rows written / span (requests)", "rows written / span (upkeep)", "rows read / span", "CPU ms / span (requests)", "CPU ms / span (upkeep)", "bytes stored / span", "round trips without meta", "upkeep caught up"],
+      ["payload", "spans", "rows written / span (while ingesting)", "rows written / span (after)", "rows read / span", "CPU ms / span (while ingesting)", "CPU ms / span (after)", "bytes stored / span", "round trips without meta", "upkeep caught up"],
       rows,
       ["l", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
     ),
