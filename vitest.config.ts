@@ -64,6 +64,9 @@ export default defineConfig(async () => {
                   // A bound the test datasets reach, so that searches run both with the text index
                   // and past its bound (the scan); test/text-index-search.test.ts checks both.
                   TEXT_INDEX_MAX_CANDIDATES: "40",
+                  // Records a substring search may scan while the index lags past that bound: a
+                  // backlog written by SQL passes it (test/text-index-lag-bound.test.ts).
+                  TEXT_INDEX_LAG_SCAN_MAX_RECORDS: "3000",
                   // Records a metrics request may scan: a backlog the test writes by SQL in seconds
                   // passes it (test/metrics-scan-bound.test.ts); the other metrics tests stay under.
                   METRICS_SCAN_MAX_RECORDS: "3000",

@@ -19,8 +19,9 @@
  *                                      in headless Chromium, against a plain HTML table of the same cells (target 100 ms)
  *   npm run bench -- upkeep            derived data under ingest (issue 29): S1, S8 and A1 every --sample seconds
  *                                      while ingesting for --seconds (default 600), ingest against a baseline
- *                                      without the upkeep, then a bulk import of --size records (default 1,000,000)
- *                                      and the time until S8 and A1 are back within target
+ *                                      without the upkeep and against the text index kept in the write itself
+ *                                      (--clients writers, default 2), then a bulk import of --size records
+ *                                      (default 1,000,000) and the time until S8 and A1 are back within target
  *   npm run bench -- all               search, deletion, ingest, otlp, load and shards, one after the other
  *   npm run bench -- dataset           only generate (or find in the cache) the datasets
  *   npm run bench -- verify            check that the generator writes exactly what ingestion does
@@ -28,7 +29,7 @@
  * Options: --sizes 100000,1000000 (search, export, dataset), --size 1000000 (deletion, annotations; verify: 2000), --seed 1,
  * --shapes first-page,tag (search, storage), --seconds 75 (load: each phase), --port 8890 (load: the
  * server's loopback port, the inspector's next to it), --baseline <git ref>, --bytes-only and --ingest-only (storage;
- * its --size defaults to 100000), --quick (few samples: to try the harness, not for figures).
+ * its --size defaults to 100000), --sample 30 and --clients 2 (upkeep), --quick (few samples: to try the harness, not for figures).
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
  */
@@ -67,6 +68,7 @@ interface Options {
   seconds: number | undefined;
   port: number | undefined;
   sample: number;
+  clients: number | undefined;
 }
 
 function positiveInteger(text: string, flag: string): number {
@@ -79,7 +81,7 @@ const DEFAULT_SIZE = 1_000_000;
 const STORAGE_DEFAULT_SIZE = 100_000;
 
 function parseArguments(argv: string[]): Options {
-  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, sizeGiven: false, seed: 1, bytesOnly: false, ingestOnly: false, quick: false, shapes: [], seconds: undefined, port: undefined, sample: 30 };
+  const options: Options = { bench: "search", sizes: [100_000, DEFAULT_SIZE], size: DEFAULT_SIZE, sizeGiven: false, seed: 1, bytesOnly: false, ingestOnly: false, quick: false, shapes: [], seconds: undefined, port: undefined, sample: 30, clients: undefined };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i]!;
     const value = () => {
@@ -102,6 +104,7 @@ function parseArguments(argv: string[]): Options {
     else if (arg === "--seconds") options.seconds = positiveInteger(value(), "--seconds");
     else if (arg === "--port") options.port = positiveInteger(value(), "--port");
     else if (arg === "--sample") options.sample = positiveInteger(value(), "--sample");
+    else if (arg === "--clients") options.clients = positiveInteger(value(), "--clients");
     else throw new Error(`unknown argument ${arg}; benches: ${BENCHES.join(", ")}; options: --sizes, --size, --seed, --shapes, --seconds, --port, --baseline, --bytes-only, --ingest-only, --quick`);
   }
   return options;
@@ -127,7 +130,7 @@ async function main(): Promise<void> {
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
   if (bench === "export") await runExportBench({ sizes: options.sizes, seed: options.seed, quick: options.quick });
   if (bench === "ui") await runUiBench({ quick: options.quick });
-  if (bench === "upkeep") await runUpkeepBench({ seconds: options.seconds ?? 600, sampleSeconds: options.sample, bulkRecords: options.sizeGiven ? options.size : DEFAULT_SIZE, quick: options.quick });
+  if (bench === "upkeep") await runUpkeepBench({ seconds: options.seconds ?? 600, sampleSeconds: options.sample, bulkRecords: options.sizeGiven ? options.size : DEFAULT_SIZE, clients: options.clients ?? 2, quick: options.quick });
   if (bench === "storage") {
     // 100,000 records by default: each side generates its own dataset, and at 1,000,000 that is
     // about 3 GB and several minutes per side; the bytes per record hardly move with the size.

@@ -77,6 +77,7 @@ declare global {
       ORG_CONCURRENT_SCANS?: string;
       ORG_SCAN_TIME_PERCENT?: string;
       TEXT_INDEX_MAX_CANDIDATES?: string;
+      TEXT_INDEX_LAG_SCAN_MAX_RECORDS?: string;
       /** "false": writes do not start the upkeep; only the cron runs it (src/upkeep/upkeep-request.ts). Default on. */
       UPKEEP_AFTER_WRITES?: string;
       /** Records one metrics request may aggregate by scanning; past it a 503 (src/analytics/scan-bound.ts). */

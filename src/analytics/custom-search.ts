@@ -6,6 +6,8 @@
  * value is true (not 0) / false (0); an empty bucket's Count is 0, every other aggregation null.
  */
 import type { CellStats, ValueExpression } from "./aggregate-records";
+import { CELL_PERCENTILES } from "./metric-cells";
+import type { CellPlan } from "./preaggregated-read";
 import { type FigureWriter, ratio } from "./metrics-answer";
 
 export const AGGREGATIONS = ["Count", "Sum", "Average", "Min", "Max", "P50", "P90", "P95", "P99", "PercentageTrue", "PercentageFalse"] as const;
@@ -21,6 +23,8 @@ export interface MetricDetail {
 
 export interface CustomPlan {
   values: ValueExpression[];
+  /** The name of each value (MetricDetail.valueName), in the order of `values`. */
+  valueNames: string[];
   percentiles: Map<number, number[]>;
   keys: string[];
   figures: FigureWriter;
@@ -49,9 +53,28 @@ function figureOf(cell: CellStats | undefined, index: number, aggregation: Aggre
   }
 }
 
+/**
+ * What the pre-aggregated cells hold of a plan (preaggregated-read.ts), or undefined when they
+ * cannot answer it: every value a metric (`valueName` as `metrics/<name>`; cells keep no column),
+ * and percentiles asked of duration_ns only (the one value with a histogram; answered within 1%
+ * of the nearest rank, as metrics/search's are). Whether the request's shape is one the cells
+ * keep (traces, no filter, ungrouped or by name, tags or the declared key) is run-aggregation.ts's
+ * to decide, as for metrics/search.
+ */
+export function customCellPlan(plan: CustomPlan): CellPlan | undefined {
+  if (!plan.valueNames.every((name) => name.startsWith("metrics/"))) return undefined;
+  const names = plan.valueNames.map((name) => name.slice("metrics/".length));
+  const durationIndex = names.indexOf("duration_ns");
+  for (const index of plan.percentiles.keys()) if (index !== durationIndex) return undefined;
+  const percentiles = durationIndex >= 0 ? (plan.percentiles.get(durationIndex) ?? []) : [];
+  if (!percentiles.every((p) => (CELL_PERCENTILES as readonly number[]).includes(p))) return undefined;
+  return { names, durationIndex, percentiles, sessions: false };
+}
+
 /** One aggregated value per detail (details on the same value share it). */
 export function customPlan(details: MetricDetail[]): CustomPlan {
   const values: ValueExpression[] = [];
+  const valueNames: string[] = [];
   const indexOf = new Map<string, number>();
   const percentiles = new Map<number, number[]>();
   const placed = details.map((detail) => {
@@ -59,6 +82,7 @@ export function customPlan(details: MetricDetail[]): CustomPlan {
     if (index === undefined) {
       index = values.length;
       values.push(detail.value);
+      valueNames.push(detail.valueName);
       indexOf.set(detail.valueName, index);
     }
     if (detail.aggregation.startsWith("P") && !detail.aggregation.startsWith("Percentage")) {
@@ -70,6 +94,7 @@ export function customPlan(details: MetricDetail[]): CustomPlan {
   });
   return {
     values,
+    valueNames,
     percentiles,
     keys: details.map((d) => d.id),
     figures: (cell, out) => {

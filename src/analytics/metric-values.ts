@@ -37,6 +37,16 @@ export function namedValue(name: string, family: RecordFamily, runMetrics: Reado
   throw fault(loc, `unknown metric '${name}': name a metric of the run's ${family}s or one of the columns ${columns}`, name);
 }
 
+/**
+ * The metric a custom_search `metric_name` names (without `metrics/`), or null when it names a
+ * column: what the pre-aggregated cells may hold of it (they keep every numeric metric of a
+ * trace, never a column). Also the key under which details on the same value share it.
+ */
+export function namedMetric(name: string, family: RecordFamily): string | null {
+  if (numericColumns(family).some((c) => c.id === name)) return null;
+  return name.startsWith("metrics/") ? name.slice("metrics/".length) : name;
+}
+
 /** The grouping a `group_by` names: name, status_code, tags, user_metadata.<key>; for spans also type and model. */
 export function groupSpecOf(groupBy: string | null | undefined, family: RecordFamily): GroupSpec {
   if (groupBy === undefined || groupBy === null) return { kind: "none" };

@@ -14,10 +14,10 @@ import { RequestValidationError } from "../http/errors";
 import { ownedRunWithProject } from "../projects/run-access";
 import { refineRunSelector, runSelectorOf, runSelectorShape } from "../projects/run-selector";
 import { normalizeFilters } from "../search/normalize-search-request";
-import { AGGREGATIONS, customPlan, type MetricDetail } from "./custom-search";
+import { AGGREGATIONS, customCellPlan, customPlan, type MetricDetail } from "./custom-search";
 import { metricsAnswerJson } from "./metrics-answer";
 import { traceMetricsPlan } from "./metrics-search";
-import { groupSpecOf, namedValue } from "./metric-values";
+import { groupSpecOf, namedMetric, namedValue } from "./metric-values";
 import { metricsWindow } from "./metrics-window";
 import { runAggregation } from "./run-aggregation";
 
@@ -88,7 +88,7 @@ const customSearch = createRoute({
   tags: ["Analytics"],
   summary: "Chosen aggregations of metrics over time",
   description:
-    "Each of `metric_details` (at most 100) aggregates a metric or a number / boolean column of the run's traces, spans or sessions created in [start_time, end_time): Count (records with a value), Sum, Average, Min, Max, P50, P90, P95, P99 (nearest rank), PercentageTrue, PercentageFalse (0..100). Scan-class (docs/limits.md).",
+    "Each of `metric_details` (at most 100) aggregates a metric or a number / boolean column of the run's traces, spans or sessions created in [start_time, end_time): Count (records with a value), Sum, Average, Min, Max, P50, P90, P95, P99 (nearest rank), PercentageTrue, PercentageFalse (0..100). Traces without filter_tree, ungrouped or grouped by name, tags or the declared analytics metadata key, are answered from pre-aggregates when every detail names a metric (not a column) and percentiles are of duration_ns only (within 1% of the nearest rank); otherwise the window is scanned, scan-class (docs/limits.md), and refused with 503 past METRICS_SCAN_MAX_RECORDS records.",
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: CustomSearchBody } }, required: true } },
   responses: { 200: { content: { "application/json": { schema: MetricsResponse } }, description: "The figures" }, ...tooLargeResponse, ...commonErrorResponses },
 });
@@ -163,14 +163,15 @@ export function registerMetrics(app: Router): void {
     const runId = await ownedRun(c, project_id, body);
     let plan: ReturnType<typeof customPlan> | undefined;
     const result = await runAggregation(c, { projectId: project_id, runId, family, filter, window, group }, (runMetrics) => {
-      const details: MetricDetail[] = body.metric_details.map((d, i) => ({
-        id: d.id,
-        aggregation: d.aggregation,
-        valueName: d.metric_name,
-        value: namedValue(d.metric_name, family, runMetrics, ["body", "metric_details", i, "metric_name"]),
-      }));
+      const details: MetricDetail[] = body.metric_details.map((d, i) => {
+        const value = namedValue(d.metric_name, family, runMetrics, ["body", "metric_details", i, "metric_name"]);
+        // Named by what it is (`cost` and `metrics/cost` are one value), so the cells can tell metrics from columns.
+        const metric = namedMetric(d.metric_name, family);
+        return { id: d.id, aggregation: d.aggregation, valueName: metric === null ? d.metric_name : `metrics/${metric}`, value };
+      });
       plan = customPlan(details);
-      return { values: () => plan!.values, percentiles: plan.percentiles };
+      // The pre-aggregated cells answer it when they hold every value (run-aggregation.ts decides whether the shape is theirs).
+      return { values: () => plan!.values, percentiles: plan.percentiles, cells: family === "trace" ? customCellPlan(plan) : undefined };
     });
     return jsonText(c, metricsAnswerJson(result, window, group.kind !== "none", plan!.keys, plan!.figures));
   });

@@ -31,11 +31,17 @@ import { BACKFILLED, binOf, binValue, CELL_PERCENTILES, HOUR_MICROS, HOURS_A_DAY
 import { nearestRank } from "./nearest-rank";
 import { SqlParamPack } from "../search/sql-param-pack";
 
-/** What the pre-aggregates hold of a plan's values: the cell name of each, and which one is duration_ns. */
+/**
+ * What the pre-aggregates hold of a plan's values: the cell name of each, and which one is
+ * duration_ns (-1: none) with the percentiles asked of it (the only value with a histogram);
+ * `sessions: false` when the answer has no distinct session count (custom_search), so their ids
+ * are not read.
+ */
 export interface CellPlan {
   names: string[];
   durationIndex: number;
   percentiles: number[];
+  sessions?: boolean;
 }
 
 const GROUPINGS: Partial<Record<string, string>> = { none: "", tags: "tags", metadata: "metadata" };
@@ -306,25 +312,31 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
   const valueRows = toStatement(cells.jsonRows(pack, "metric_cell_values", `"x"."name", "x"."n", "x"."total", "x"."lo", "x"."hi", "x"."trues"`, every, plan.names), pack);
 
   pack = new SqlParamPack();
-  const sessions = toStatement(
+  const sessions = plan.sessions === false ? [] : [toStatement(
     sql`SELECT "b", "g", count(DISTINCT "sid") AS "sessions" FROM (
         SELECT "b", "g", "sid" FROM (${cells.rows(pack, "metric_cell_sessions", `"x"."session_id" AS "sid"`, merged)})
         UNION ALL SELECT "b", "g", "sid" FROM (${baseRows(scope, bucketing, group, top, [], pack)}) WHERE "sid" IS NOT NULL)
       GROUP BY "b", "g"`,
     pack,
-  );
+  )];
 
   // The duration histogram of the merged buckets: the cells' bins, and the scanned records binned
   // alike (only when some of the window is scanned); summed and ranked in the Worker.
+  // None when no percentile is asked (a custom_search without one): no bins are read.
+  const binned = plan.percentiles.length > 0 && plan.durationIndex >= 0;
   pack = new SqlParamPack();
-  const cellBins = toStatement(cells.binRows(pack, merged), pack);
+  const cellBins = binned ? [toStatement(cells.binRows(pack, merged), pack)] : [];
   pack = new SqlParamPack();
-  const scannedBins = coverage.ranges.length > 0
+  const scannedBins = binned && coverage.ranges.length > 0
     ? [toStatement(sql`SELECT "b", "g", ${sql.raw(binOf(`"v0"`))} AS "bin", count(*) AS "n" FROM (${baseRows(scope, bucketing, group, top, [values[plan.durationIndex]!], pack)}) WHERE "v0" IS NOT NULL GROUP BY 1, 2, 3`, pack)]
     : [];
 
   const read = (results: D1Result[]): Map<string, CellStats> => {
-    const [countRows, valueTexts, sessionRows, binRows, scannedBinRows] = results.slice(scanned.length);
+    const rest = results.slice(scanned.length);
+    const [countRows, valueTexts] = rest;
+    const sessionRows = sessions.length > 0 ? rest[2] : undefined;
+    const binRows = cellBins.length > 0 ? rest[2 + sessions.length] : undefined;
+    const scannedBinRows = scannedBins.length > 0 ? rest[2 + sessions.length + 1] : undefined;
     const merged = scanned.length > 0 ? readAggregates(results[0]!.results as never[], values.length) : new Map<string, CellStats>();
     const cellOf = (b: number, g: string | null): CellStats => {
       const key = cellKey(b, g);
@@ -369,7 +381,7 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
         if (typeof bin === "number") (cell.percentiles[plan.durationIndex] ??= new Map()).set(p, percentileOf(cell, bin));
       }
     }
-    for (const row of sessionRows!.results as { b: number; g: string | null; sessions: number }[]) cellOf(row.b, row.g).sessions = row.sessions;
+    for (const row of (sessionRows?.results ?? []) as { b: number; g: string | null; sessions: number }[]) cellOf(row.b, row.g).sessions = row.sessions;
     const histograms = new Map<string, { b: number; g: string | null; bins: Map<number, number> }>();
     const addBin = (b: number, g: string | null, bin: number, n: number) => {
       const key = cellKey(b, g);
@@ -377,7 +389,7 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       if (!histogram) histograms.set(key, (histogram = { b, g, bins: new Map() }));
       histogram.bins.set(bin, (histogram.bins.get(bin) ?? 0) + n);
     };
-    for (const row of binRows!.results as { b: number; g: string | null; bins: string | null }[]) {
+    for (const row of (binRows?.results ?? []) as { b: number; g: string | null; bins: string | null }[]) {
       const pairs = (row.bins ?? "").split(",");
       for (let i = 0; i + 1 < pairs.length; i += 2) addBin(row.b, row.g, Number(pairs[i]), Number(pairs[i + 1]));
     }
@@ -400,5 +412,5 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
     }
     return merged;
   };
-  return { statements: [...scanned, counts, valueRows, sessions, cellBins, ...scannedBins], read };
+  return { statements: [...scanned, counts, valueRows, ...sessions, ...cellBins, ...scannedBins], read };
 }

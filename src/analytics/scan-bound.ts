@@ -1,7 +1,8 @@
 /**
  * The bound on the records one metrics request may aggregate by scanning (issue 29, point 3):
  * `metrics/search` scans the hours no pre-aggregated cell serves (marked hours while the upkeep
- * recomputes them, or every hour before cells exist), `custom_search` its whole window. A scan
+ * recomputes them, or every hour before cells exist), `custom_search` likewise when the cells hold
+ * what it asks (custom-search.ts, customCellPlan), else its whole window. A scan
  * costs database time in proportion to its records (about 10 to 20 s per million here), and a
  * backlog of stale cells can make an ordinary dashboard query read millions. So before scanning,
  * the request counts the records it would read, up to the bound (one index range of
@@ -61,7 +62,7 @@ export async function assertScanWithinBound(db: D1Database, request: ScanBoundRe
   }
   throw new ApiError(
     503,
-    `This request would aggregate more than ${limit} ${request.family} records by scanning (no pre-aggregate serves it): narrow the window (start_time, end_time) or use metrics/search without filters, grouped by name, tags or the declared metadata key, which pre-aggregates serve.`,
+    `This request would aggregate more than ${limit} ${request.family} records by scanning (no pre-aggregate serves it): narrow the window (start_time, end_time), or ask what the pre-aggregates serve: traces without filters, ungrouped or grouped by name, tags or the declared metadata key (metrics/search, or custom_search of metrics, not columns, with percentiles of duration_ns only).`,
     { "Retry-After": String(LARGE_RETRY_AFTER_SECONDS) },
   );
 }

@@ -26,6 +26,12 @@ export const LIMIT_DEFAULTS = {
    */
   TEXT_INDEX_MAX_CANDIDATES: 20_000,
   /**
+   * Most records of a run a substring search may scan when the text index lags its writes by more
+   * than TEXT_INDEX_MAX_CANDIDATES records (src/search/text-driver.ts): past it, a 503 with
+   * Retry-After (the index is catching up) instead of a multi-second scan.
+   */
+  TEXT_INDEX_LAG_SCAN_MAX_RECORDS: 250_000,
+  /**
    * Seconds a streamed export, past its first page, waits in all for one page's scan slot before
    * the refusal fails it (src/export/slot-wait.ts): longer than a lease (40 s) and the window.
    */

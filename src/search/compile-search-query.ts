@@ -33,7 +33,7 @@ import { child, driverMetadata, driverMetrics, driverTags, familyKeyOf, from, gu
 import { SEARCH_LIMITS } from "./search-limits";
 import { storageNeeded } from "./shape-record";
 import { SqlParamPack } from "./sql-param-pack";
-import { onlyWhen, TEXT_CANDIDATES_READ_ALL, type TextDriver, textCandidates, textDriverOf } from "./text-driver";
+import { onlyWhen, TEXT_CANDIDATES_READ_ALL, type TextDriver, textCandidateCount, textCandidates, textDriverOf } from "./text-driver";
 import { RATINGS_COLUMN, ratingsJsonSql } from "../annotations/record-feedback";
 
 export interface SearchScope {
@@ -60,6 +60,11 @@ export interface CompiledSearch extends CompiledStatement {
 export interface CompileOptions {
   /** The most candidates the text index may yield, or null to never use the index. */
   textIndexBound: number | null;
+  /**
+   * The most records of the run a search may scan instead of the index when the index lags
+   * (TEXT_INDEX_LAG_SCAN_MAX_RECORDS, text-driver.ts): past it, a 503. Absent: no such bound.
+   */
+  lagScanMax?: number;
 }
 
 const dialect = new SQLiteAsyncDialect();
@@ -442,9 +447,11 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope, optio
   let prefix = sql``;
   let inner: SQL;
   const textDriver = usableTextDriver(query, options);
-  let candidates: SQL | undefined;
+  let candidateCount: SQL | undefined;
   if (textDriver) {
-    candidates = textCandidates(textDriver, ctx.familyKey, pack, options.textIndexBound!);
+    const candidates = textCandidates(textDriver, ctx.familyKey, pack, options.textIndexBound!);
+    // Built before the page is rendered: its values go in the one parameter both share.
+    candidateCount = textCandidateCount(textDriver, ctx.familyKey, pack, options.textIndexBound!, options.lagScanMax ?? Number.MAX_SAFE_INTEGER - 1);
     prefix = sql`WITH "tcand"("rid") AS MATERIALIZED (${candidates}) `;
     inner = textPlan(ctx);
   } else if (path.kind === "metric") {
@@ -468,9 +475,9 @@ export function compileSearchQuery(query: SearchQuery, scope: SearchScope, optio
   const ratings = query.projection.feedback ? sql.raw(`, ${ratingsJsonSql(`"page"."rid"`)} AS "${RATINGS_COLUMN}"`) : sql``;
   const statement = sql`${prefix}SELECT "page"."arm", "page"."sort_value", ${selectList(names)}${countColumns(ctx)}${ratings}, "page"."_row_bytes", "page"."_bytes_through", "page"."_rows_read" FROM (${budgeted}) AS "page" CROSS JOIN ${from(r)} ON ${r.rid} = "page"."rid" WHERE "page"."_bytes_through" - "page"."_row_bytes" < ${pack.value(SEARCH_LIMITS.maxPageBytes)} ORDER BY ${order("page")}`;
   const compiled: CompiledSearch = { sql: dialect.sqlToQuery(statement).sql, params: [pack.toParameter()] };
-  if (candidates) {
+  if (candidateCount) {
     // Rendered after the page so that both share the one parameter (the pack is complete).
-    compiled.candidateCount = { sql: dialect.sqlToQuery(sql`SELECT count(*) AS "candidates" FROM (${candidates})`).sql, params: compiled.params };
+    compiled.candidateCount = { sql: dialect.sqlToQuery(candidateCount).sql, params: compiled.params };
   }
   return compiled;
 }

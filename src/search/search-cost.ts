@@ -165,13 +165,15 @@ export function withinSearchAdmission<T>(env: Env, organizationId: string, query
  * withinSearchAdmission for search and count, which the text index may serve: `work` compiles
  * with the options it is given. A search the index can drive runs at once with it; if the index
  * yields more candidates than the bound (`work` throws TextCandidatesOverflow), it runs again
- * without the index, admitted as that search is.
+ * without the index, admitted as that search is; unless the overflow is the index's lag and that
+ * scan would read more than TEXT_INDEX_LAG_SCAN_MAX_RECORDS records: then `work` answers 503.
  */
 export async function withinTextIndexedAdmission<T>(env: Env, organizationId: string, query: SearchQuery, work: (options: CompileOptions) => Promise<T>): Promise<T> {
   const bound = limitSetting(env, "TEXT_INDEX_MAX_CANDIDATES");
   if (usableTextDriver(query, { textIndexBound: bound })) {
     try {
-      return await work({ textIndexBound: bound });
+      // Past the bound because the index lags and the scan would be long: a 503 (text-driver.ts).
+      return await work({ textIndexBound: bound, lagScanMax: limitSetting(env, "TEXT_INDEX_LAG_SCAN_MAX_RECORDS") });
     } catch (error) {
       if (!(error instanceof TextCandidatesOverflow)) throw error;
     }

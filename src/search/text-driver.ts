@@ -13,16 +13,19 @@
  * The index covers the records with pending_through < rid <= indexed_through (migration 0016,
  * src/text-index/backfill.ts); the others are candidates too, so answers stay exact before the
  * index reaches them: the records the backfill has not reached yet, read from the run's index,
- * and the tail written since the last catch-up (inserts do not index; the cron indexes them
- * within a minute), read by rid range.
+ * and the tail written since the last catch-up (inserts do not index; the upkeep the writes start
+ * indexes them within seconds), read by rid range.
  *
  * Candidates are bounded (the TEXT_INDEX_MAX_CANDIDATES limit): a search whose value is so
  * common that the run holds more is answered by the scan instead, as a scan-class search
  * (search-cost.ts). Every record of the database's tail counts as one (other runs' as a NULL
  * rid, which matches nothing), so the tail read is bounded too: a tail longer than the bound
- * (a catch-up that fell behind) makes the search scan-class as a too-common needle does.
+ * (a catch-up that fell behind) makes the search scan-class as a too-common needle does, but
+ * only while that scan is small: past TEXT_INDEX_LAG_SCAN_MAX_RECORDS records of the run, a 503
+ * with Retry-After says the index is catching up (textCandidateCount, throwOnCandidateOverflow).
  */
 import { type SQL, sql } from "drizzle-orm";
+import { ApiError } from "../http/errors";
 import { familyTokenSql } from "../text-index/family-token";
 import { needleTrigrams, quotedTrigram, RARE_TRIGRAM_DOCS, RAREST_TRIGRAMS } from "../text-index/needle-trigrams";
 import { balancedJoin, conjunctsOf } from "./compile-filter-tree";
@@ -146,18 +149,76 @@ function trigramsQuery(alternatives: readonly (readonly string[])[], pack: SqlPa
  * read all of the run's entries), one row per record, NULL for other families' records.
  */
 export function textCandidates(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number): SQL {
+  const arms = candidateArms(driver, familyKey, pack);
+  return sql`SELECT "rid" FROM (${arms.indexed} UNION ALL ${arms.pending} UNION ALL ${arms.tail}) LIMIT ${pack.value(bound + 1)}`;
+}
+
+/** The three arms of textCandidates: the index's matches, the records the backfill has not reached, the tail. */
+function candidateArms(driver: TextDriver, familyKey: SQL, pack: SqlParamPack): { indexed: SQL; pending: SQL; tail: SQL } {
   // A run without a family on this database (key NULL) gets key 0's token, which no record has.
   const match = sql`'"' || ${familyTokenSql(sql`coalesce(${familyKey}, 0)`)} || '" AND ' || ${trigramsQuery(driver.alternatives, pack)}`;
   // The hidden column named after the table, qualified: a bare "tx" would be read as a string.
   const indexed = sql`SELECT "tx"."rowid" AS "rid" FROM "records_text" AS "tx" WHERE "tx"."records_text" MATCH ${match}`;
   const pending = sql`SELECT "tu"."rid" AS "rid" FROM "records" AS "tu" WHERE "tu"."family_key" = ${onlyWhen(sql`${PENDING_THROUGH} > 0`, familyKey)} AND +"tu"."rid" <= ${PENDING_THROUGH}`;
   const tail = sql`SELECT CASE WHEN +"tt"."family_key" = ${familyKey} THEN "tt"."rid" END AS "rid" FROM "records" AS "tt" WHERE "tt"."rid" > ${INDEXED_THROUGH}`;
-  return sql`SELECT "rid" FROM (${indexed} UNION ALL ${pending} UNION ALL ${tail}) LIMIT ${pack.value(bound + 1)}`;
+  return { indexed, pending, tail };
 }
 
-/** After a page the index drove: its candidate count, from the statement beside it (compile-search-query.ts). */
-export function throwOnCandidateOverflow(counted: D1Result | undefined, options: { textIndexBound: number | null }): void {
+/**
+ * SQL: the statement run beside a page the index drove (compile-search-query.ts), one row:
+ * `candidates`, the candidates counted up to `bound + 1`; and only when they overflow, why:
+ * `indexed`, the index's own matches counted up to `bound + 1` (more: the needle is that common
+ * in the run, and a scan fills its pages fast), and when they do not (the overflow is the records
+ * the index does not cover yet: its upkeep lags), `run_records`, the run's records counted up to
+ * `lagScanMax + 1` (what the scan without the index would read), and `tail`, the rids written
+ * since the index's watermark (for the message). The later columns are CASE arms, so a search
+ * that did not overflow pays for none of them (SQLite runs a constant subquery where it is used).
+ */
+export function textCandidateCount(driver: TextDriver, familyKey: SQL, pack: SqlParamPack, bound: number, lagScanMax: number): SQL {
+  const arms = candidateArms(driver, familyKey, pack);
+  const cap = pack.value(bound + 1);
+  const over = pack.value(bound);
+  const candidates = sql`(SELECT count(*) FROM (SELECT "rid" FROM (${arms.indexed} UNION ALL ${arms.pending} UNION ALL ${arms.tail}) LIMIT ${cap}))`;
+  const indexed = sql`(SELECT count(*) FROM (${arms.indexed} LIMIT ${cap}))`;
+  const runRecords = sql`(SELECT count(*) FROM (SELECT 1 FROM "records" AS "tr" WHERE "tr"."family_key" = ${familyKey} LIMIT ${pack.value(lagScanMax + 1)}))`;
+  const tail = sql`(coalesce((SELECT max("rid") FROM "records"), 0) - ${INDEXED_THROUGH})`;
+  return sql`SELECT "c"."candidates" AS "candidates", "c"."indexed" AS "indexed",
+    CASE WHEN "c"."indexed" <= ${over} THEN ${runRecords} END AS "run_records",
+    CASE WHEN "c"."indexed" <= ${over} THEN ${tail} END AS "tail"
+    FROM (SELECT "k"."candidates" AS "candidates", CASE WHEN "k"."candidates" > ${over} THEN ${indexed} END AS "indexed" FROM (SELECT ${candidates} AS "candidates") AS "k") AS "c"`;
+}
+
+/** Seconds a client waits while the index catches up: about one upkeep message's run. */
+export const LAG_RETRY_AFTER_SECONDS = 30;
+
+/**
+ * The text index is behind (its upkeep lags the writes) by more records than the candidate bound,
+ * and the search the index would have served, run without it, would scan more of the run's
+ * records than TEXT_INDEX_LAG_SCAN_MAX_RECORDS: a 503 with Retry-After that says so (issue 29,
+ * point 3), rather than a multi-second scan. Waiting helps: the upkeep indexes the tail in the
+ * background (docs/search.md, "Upkeep: what lags, by how much, and why").
+ */
+function textIndexLagging(tail: number, lagScanMax: number): ApiError {
+  const behind = tail > 0 ? `about ${tail.toLocaleString("en-US")} records written recently are` : "records written recently are";
+  return new ApiError(
+    503,
+    `The text index of this project's database is catching up after recent writes: ${behind} not indexed yet, and answering this substring search without the index would scan more than ${lagScanMax.toLocaleString("en-US")} records of the run. Try again shortly: the upkeep indexes them in the background. Searches without a substring match are not affected.`,
+    { "Retry-After": String(LAG_RETRY_AFTER_SECONDS) },
+  );
+}
+
+/**
+ * After a page the index drove: its candidate count, from the statement beside it
+ * (textCandidateCount). Past the bound, a TextCandidatesOverflow (the search is run again by the
+ * scan) when the needle is that common or the scan is small; the 503 of textIndexLagging when the
+ * overflow is the index's lag and the scan would read more than `lagScanMax` records.
+ */
+export function throwOnCandidateOverflow(counted: D1Result | undefined, options: { textIndexBound: number | null; lagScanMax?: number }): void {
   if (counted === undefined || options.textIndexBound === null) return;
-  const candidates = Number((counted.results[0] as { candidates?: number } | undefined)?.candidates ?? 0);
-  if (candidates > options.textIndexBound) throw new TextCandidatesOverflow();
+  const row = counted.results[0] as { candidates?: number; indexed?: number | null; run_records?: number | null; tail?: number | null } | undefined;
+  const candidates = Number(row?.candidates ?? 0);
+  if (candidates <= options.textIndexBound) return;
+  const lagScanMax = options.lagScanMax;
+  if (lagScanMax !== undefined && row?.run_records != null && Number(row.run_records) > lagScanMax) throw textIndexLagging(Number(row.tail ?? 0), lagScanMax);
+  throw new TextCandidatesOverflow();
 }
