@@ -157,6 +157,27 @@ const isD1 = (value: unknown): value is D1Database =>
   typeof (value as Partial<Fetcher>).fetch !== "function";
 
 /**
+ * A view of the bindings whose every D1 database (the catalog and the shards) counts its round
+ * trips in `counter`; the bindings object itself is never modified. Also used by the cron's alert
+ * evaluation (src/alerts/alert-cron.ts), which reports its count.
+ */
+export function countingEnv<E extends object>(bindings: E, counter: RoundTripCounter): E {
+  const views = new Map<PropertyKey, D1Database>();
+  return new Proxy(bindings, {
+    get: (target, property, receiver) => {
+      const value = Reflect.get(target, property, receiver);
+      if (!isD1(value)) return value;
+      let view = views.get(property);
+      if (!view) {
+        view = countingD1(value, counter);
+        views.set(property, view);
+      }
+      return view;
+    },
+  });
+}
+
+/**
  * Gives the rest of the request a counting view of every D1 binding (the catalog `DB` and the
  * data shards) and reports the count on the response, error responses included. The bindings
  * object is shared by every request of the isolate, so it is never modified: the request gets
@@ -164,22 +185,7 @@ const isD1 = (value: unknown): value is D1Database =>
  */
 export const d1RoundTrips: MiddlewareHandler<AppEnv> = async (c, next) => {
   const counter: RoundTripCounter = { count: 0 };
-  const bindings = c.env;
-  if (bindings?.DB) {
-    const views = new Map<PropertyKey, D1Database>();
-    c.env = new Proxy(bindings, {
-      get: (target, property, receiver) => {
-        const value = Reflect.get(target, property, receiver);
-        if (!isD1(value)) return value;
-        let view = views.get(property);
-        if (!view) {
-          view = countingD1(value, counter);
-          views.set(property, view);
-        }
-        return view;
-      },
-    });
-  }
+  if (c.env?.DB) c.env = countingEnv(c.env, counter);
   await next();
   c.header("Server-Timing", roundTripsHeader(counter.count), { append: true });
 };
