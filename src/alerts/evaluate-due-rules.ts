@@ -62,7 +62,6 @@ export async function evaluateDueRules(env: Env, scheduledTimeMs: number): Promi
     if (group) group.push(rule);
     else groups.set(key, [rule]);
   }
-  const queued: string[] = [];
   // One read at a time per organization (its scan admission allows 2 at once by default, and its
   // users' own searches share it); organizations side by side, READS_IN_FLIGHT at most.
   const byOrganization = new Map<string, DueRule[][]>();
@@ -104,13 +103,21 @@ export async function evaluateDueRules(env: Env, scheduledTimeMs: number): Promi
       return;
     }
     let at = 0;
+    const deliveries: string[] = [];
     for (const settlement of settlements) {
       const won = (results[at]?.meta.changes ?? 0) === 1;
       at += settlement.statements.length;
       if (!won) continue;
       if (settlement.changes) report.changed += 1;
       if (settlement.deliveries.length > 0) report.notifications += 1;
-      queued.push(...settlement.deliveries);
+      deliveries.push(...settlement.deliveries);
+    }
+    // Queued as soon as they are written, not after the whole run: a rule evaluated early is
+    // delivered early. A failure leaves them to the cron's outbox sweep (delivery-outbox.ts).
+    if (deliveries.length > 0) {
+      await queueDeliveries(env, deliveries, nowMicros()).catch((error) => {
+        console.error(`alerts: ${deliveries.length} deliveries not queued yet (the next cron run sends them): ${error instanceof Error ? error.message : String(error)}`);
+      });
     }
   };
   const worker = async () => {
@@ -119,7 +126,6 @@ export async function evaluateDueRules(env: Env, scheduledTimeMs: number): Promi
     }
   };
   await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, organizations.length) }, worker));
-  if (queued.length > 0) await queueDeliveries(env, queued, nowMicros());
   return report;
 }
 
