@@ -65,7 +65,7 @@ const createChannel = createRoute({
   description: "A webhook signed by the Standard Webhooks specification (its secret is in this answer only), or a Slack incoming webhook. Admins only.",
   middleware: [adminOnly] as const,
   request: { body: { content: { "application/json": { schema: CreateChannel } }, required: true } },
-  responses: { 200: json(CreatedChannel, "The channel"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses },
+  responses: { 200: json(CreatedChannel, "The channel"), 409: json(z.object({ detail: z.string() }), "The organization has 100 channels already"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses },
 });
 
 const listChannels = createRoute({

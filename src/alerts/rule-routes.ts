@@ -106,7 +106,7 @@ const createRule = createRoute({
   description: "Watches a key of metrics/search over a window of the run's traces; evaluated by the minutely cron. Admins only.",
   middleware: [adminOnly] as const,
   request: { params: ProjectIdParam, body: { content: { "application/json": { schema: CreateRule } }, required: true } },
-  responses: { 200: json(Rule, "The rule (state ok)"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses },
+  responses: { 200: json(Rule, "The rule (state ok)"), 409: json(z.object({ detail: z.string() }), "The project has 200 rules already"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses },
 });
 
 const listRules = createRoute({
