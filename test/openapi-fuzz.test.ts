@@ -393,7 +393,7 @@ function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ content
   // Alert rules name channels of the caller's organization; channels need an address the rules allow.
   if (operation.method === "POST" && operation.path.endsWith("/alerts")) {
     return fc.constantFrom("error_rate", "p95_latency_ns", "average_toxicity").map((metric) =>
-      json({ name: "fuzz", log_stream_id: own.logStreamId, metric, window_minutes: 15, comparison: "gt", threshold: 1, channel_ids: own.named.channel_id.slice(0, 1) }),
+      json({ name: "fuzz", log_stream_id: own.logStreamId, metric, window_minutes: 15, comparison: "gt", threshold: 1, channel_ids: (own.named.channel_id ?? []).slice(0, 1) }),
     );
   }
   if (operation.method === "PATCH" && operation.path.endsWith("/alerts/{alert_id}")) return fc.double({ min: 0, max: 10, noNaN: true }).map((threshold) => json({ threshold }));
