@@ -70,6 +70,11 @@ export default defineConfig(async () => {
                   // Records a metrics request may scan: a backlog the test writes by SQL in seconds
                   // passes it (test/metrics-scan-bound.test.ts); the other metrics tests stay under.
                   METRICS_SCAN_MAX_RECORDS: "3000",
+                  // Channels may point at 127.0.0.1 (as under wrangler dev), and a failing delivery
+                  // gives up after its second attempt instead of retrying for 24 hours in the background.
+                  ALERT_DESTINATIONS: "local",
+                  ALERT_RETRY_DELAYS_SECONDS: "1",
+                  ALERT_RETRY_FOR_SECONDS: "1",
                 },
                 // An empty database for the migration tests (test/migrations.test.ts), which apply
                 // the migrations step by step with data in between.
@@ -83,6 +88,7 @@ export default defineConfig(async () => {
                   "trace-store-exports": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
                   // wrangler.toml's upkeep consumer; max_batch_timeout 1 s as the others here.
                   "trace-store-upkeep": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 10 },
+                  "trace-store-alerts": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
                 },
               },
             }),

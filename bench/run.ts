@@ -15,6 +15,9 @@
  *   npm run bench -- export            streamed export (jsonl_flat) against the sqlite3 shell: rate, workerd's
  *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
  *   npm run bench -- redaction         ingest with every redaction detector on against off (target 0.85×), and masking CPU on 1 MB adversarial texts (issue 33)
+ *   npm run bench -- alerts            --size due alert rules (default 1,000) of 100 projects evaluated by one cron run:
+ *                                      metrics reads per rule, workerd CPU per rule against a cron run with none due,
+ *                                      and the time from the cron's call to each alert.firing's delivery (issue 35)
  *   npm run bench -- ui                the trace explorer's first render of a 100-row table after the API's answer
  *                                      in headless Chromium, against a plain HTML table of the same cells (target 100 ms)
  *   npm run bench -- upkeep            derived data under ingest (issue 29): S1, S8 and A1 every --sample seconds
@@ -33,6 +36,7 @@
  * Results: a markdown table on the console and in bench/results/<bench>.md. Method and figures:
  * docs/benchmarks.md.
  */
+import { runAlertsBench } from "./alerts/alerts-bench";
 import { runAnnotationsBench } from "./annotations/annotations-bench";
 import { ensureDataset } from "./dataset/dataset-cache";
 import { verifyDataset } from "./dataset/verify-dataset";
@@ -50,7 +54,7 @@ import { runStorageBench } from "./storage/storage-bench";
 import { runUiBench } from "./ui/ui-bench";
 import { runUpkeepBench } from "./upkeep/upkeep-bench";
 
-const BENCHES = ["search", "deletion", "annotations", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "ui", "upkeep", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "alerts", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "ui", "upkeep", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -125,6 +129,7 @@ async function main(): Promise<void> {
   if (bench === "annotations") await runAnnotationsBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
   if (bench === "redaction") await runRedactionBench({ quick: options.quick });
+  if (bench === "alerts") await runAlertsBench({ quick: options.quick, rules: options.sizeGiven ? options.size : 1_000 });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });

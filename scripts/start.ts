@@ -90,7 +90,9 @@ try {
 if (ensureDevVars()) say("created .dev.vars with a random TOKEN_SECRET (from .dev.vars.example)");
 
 say(`starting wrangler dev on ${baseUrl}`);
-const server = startDevServer({ port, persistTo, inspectorPort, stdio: "inherit" });
+// Alerts: channels may point at local receivers (contract section 16: http and local addresses
+// under wrangler dev), and notifications link to this server (docs/alerts.md).
+const server = startDevServer({ port, persistTo, inspectorPort, stdio: "inherit", vars: { ALERT_DESTINATIONS: "local", PUBLIC_URL: `http://${LOOPBACK}:${port}` } });
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
   process.on(signal, () => {
     if (server.exitCode === null && server.signalCode === null) server.kill(signal);

@@ -1,3 +1,5 @@
+import { registerNotificationChannels } from "./alerts/channel-routes";
+import { registerAlertRules } from "./alerts/rule-routes";
 import { registerAnnotationRatings } from "./annotations/rating-routes";
 import { registerAnnotationTemplates } from "./annotations/template-routes";
 import { registerAnnotationQueueRecords } from "./annotation-queues/queue-record-routes";
@@ -78,6 +80,8 @@ function protectedRoutes() {
   registerCounts(router);
   registerMetrics(router);
   registerAnalyticsSettings(router);
+  registerNotificationChannels(router);
+  registerAlertRules(router);
   registerRecordLookups(router);
   registerDeletion(router);
   registerDeleteByFilter(router);

@@ -30,6 +30,11 @@ export interface UpkeepMessage {
   shard: string;
 }
 
+/** A message of the alert delivery queue (src/alerts/delivery-consumer.ts): attempt this delivery (its id is the `webhook-id`). */
+export interface AlertDeliveryMessage {
+  deliveryId: string;
+}
+
 declare global {
   namespace Cloudflare {
     interface Env {
@@ -57,6 +62,16 @@ declare global {
       EXPORT_QUEUE: Queue<ExportMessage>;
       /** The upkeep of derived data, started by the writes (src/upkeep, docs/search.md "The text index"). */
       UPKEEP_QUEUE: Queue<UpkeepMessage>;
+      /** Deliveries of alert notifications and channel tests (src/alerts, docs/alerts.md). */
+      ALERT_QUEUE: Queue<AlertDeliveryMessage>;
+      /** "local": channels may use http and local addresses (wrangler dev: npm start, tests); else https to public hosts only. */
+      ALERT_DESTINATIONS?: string;
+      /** Retry delays of a failed delivery in seconds, comma-separated, the last repeated (default "5,30,120,600,3600"); tests shorten them. */
+      ALERT_RETRY_DELAYS_SECONDS?: string;
+      /** How long a delivery is retried, in seconds (default 86400). */
+      ALERT_RETRY_FOR_SECONDS?: string;
+      /** The service's public origin, for the permalinks of notifications (npm start sets its own address). */
+      PUBLIC_URL?: string;
       /** The files of queued exports, served for 24 hours by a signed URL. */
       EXPORTS: R2Bucket;
       /** Pages of 100 roots one export queue message writes at most (default 50); the tests lower it. */

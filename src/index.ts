@@ -1,6 +1,8 @@
 import { createApp } from "./app";
+import { ALERT_QUEUE_NAME, handleAlertQueue } from "./alerts/delivery-consumer";
+import { runAlertCron } from "./alerts/alert-cron";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
-import type { DeletionMessage, Env, ExportMessage, MoveMessage, UpkeepMessage } from "./env";
+import type { AlertDeliveryMessage, DeletionMessage, Env, ExportMessage, MoveMessage, UpkeepMessage } from "./env";
 import { drainUnreadBody } from "./http/drain-request-body";
 import { countInvocation, METER_PATH, meteredEnv, meterEnabled, meterResponse } from "./http/d1-meter";
 import { removeDueExportFiles } from "./export/export-file-removal";
@@ -53,6 +55,7 @@ export default {
   queue: async (batch, given) => {
     const env = bindingsFor(given, { queueMessages: batch.messages.length });
     if (batch.queue === UPKEEP_QUEUE_NAME) return handleUpkeepQueue(batch as MessageBatch<UpkeepMessage>, env);
+    if (batch.queue === ALERT_QUEUE_NAME) return handleAlertQueue(batch as MessageBatch<AlertDeliveryMessage>, env);
     if (isMoveQueue(batch.queue)) {
       await handleMoveQueue(batch as MessageBatch<MoveMessage>, env);
       // A move's copy writes records on its target and its cleanup deletes them on its source:
@@ -89,9 +92,11 @@ export default {
     // maintenance too.
     ctx.waitUntil(kickMoves(env).catch((error) => console.error(`moves watchdog: ${error instanceof Error ? error.message : String(error)}`)));
     ctx.waitUntil(upkeepEverywhere(env));
+    // Alert rules due in this minute (src/alerts): on the minutely schedule only, once a minute.
+    if (controller.cron === MOVE_WATCHDOG_CRON) ctx.waitUntil(runAlertCron(env, controller.scheduledTime));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
-} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage | UpkeepMessage>;
+} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage | UpkeepMessage | AlertDeliveryMessage>;
 
 /** requestUpkeep for each database; a failure is logged (the cron is the safety net), never the message's. */
 async function requestUpkeepOf(env: Env, shards: Iterable<string>): Promise<void> {

@@ -142,9 +142,22 @@ async function seed(tenant: Tenant): Promise<Dataset> {
     });
     expect(rating.status, JSON.stringify(rating.body)).toBe(200);
   }
+  // Notification channels and alert rules (several: a fuzzed DELETE may remove some first).
+  const channelIds: string[] = [];
+  const alertIds: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const channel = await call("/v2/notification_channels", { as: tenant, body: { name: `fuzz-${i}`, type: "webhook", url: "http://127.0.0.1:9/fuzz" } });
+    expect(channel.status, JSON.stringify(channel.body)).toBe(200);
+    channelIds.push(channel.body.id);
+  }
+  for (let i = 0; i < 3; i++) {
+    const rule = await call(`/v2/projects/${projectId}/alerts`, { as: tenant, body: { name: `fuzz-${i}`, log_stream_id: logStreamId, metric: "error_rate", window_minutes: 15, comparison: "gt", threshold: 0.5, channel_ids: channelIds } });
+    expect(rule.status, JSON.stringify(rule.body)).toBe(200);
+    alertIds.push(rule.body.id);
+  }
   const token = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
   const logoutToken = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
-  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, annotation_template_id: queueTemplateIds, user_id: [tenant.userId], run_id: [logStreamId] };
+  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, annotation_template_id: queueTemplateIds, user_id: [tenant.userId], run_id: [logStreamId], channel_id: channelIds, alert_id: alertIds };
   return { tenant, member, token, logoutToken, projectId, logStreamId, experimentId, projectTemplateIds, named, ids: Object.values(named).flat() };
 }
 
@@ -376,6 +389,16 @@ function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ content
   const json = (body: unknown) => ({ contentType: mediaType, body: JSON.stringify(body) });
   if (operation.method === "POST" && operation.path.endsWith("/annotation_queues/{queue_id}/users")) {
     return fc.constantFrom("owner", "editor", "annotator", "viewer").map((role) => json([{ user_id: own.tenant.userId, role }]));
+  }
+  // Alert rules name channels of the caller's organization; channels need an address the rules allow.
+  if (operation.method === "POST" && operation.path.endsWith("/alerts")) {
+    return fc.constantFrom("error_rate", "p95_latency_ns", "average_toxicity").map((metric) =>
+      json({ name: "fuzz", log_stream_id: own.logStreamId, metric, window_minutes: 15, comparison: "gt", threshold: 1, channel_ids: (own.named.channel_id ?? []).slice(0, 1) }),
+    );
+  }
+  if (operation.method === "PATCH" && operation.path.endsWith("/alerts/{alert_id}")) return fc.double({ min: 0, max: 10, noNaN: true }).map((threshold) => json({ threshold }));
+  if (operation.method === "POST" && operation.path.endsWith("/notification_channels")) {
+    return fc.constantFrom("webhook", "slack").map((type) => json({ name: "fuzz", type, url: "http://127.0.0.1:9/fuzz" }));
   }
   if (operation.method === "POST" && operation.path.endsWith("/annotation_queues/{queue_id}/records")) {
     return fc.constant(json({ project_id: own.projectId, run_id: own.logStreamId, record_selector: { type: "record_ids", record_ids: own.named.record_id } }));

@@ -20,6 +20,7 @@ import { traceMetricsPlan } from "./metrics-search";
 import { groupSpecOf, namedMetric, namedValue } from "./metric-values";
 import { metricsWindow } from "./metrics-window";
 import { runAggregation } from "./run-aggregation";
+import { traceMetricsJson } from "./trace-metrics-read";
 
 const MAX_METRIC_DETAILS = 100;
 const Minutes = z.number().int().min(1).max(525_600 * 10);
@@ -136,13 +137,12 @@ export function registerMetrics(app: Router): void {
   app.openapi(metricsSearch, async (c) => {
     const { project_id } = c.req.valid("param");
     const body = c.req.valid("json");
-    const window = metricsWindow(body.start_time, body.end_time, body.interval, "interval");
-    const group = groupSpecOf(body.group_by, "trace");
-    const filter = normalizeFilters({ filters: body.filters ?? [] }, "trace");
+    // The request's own faults (window, interval, group, filters) before the run's lookup, as before.
+    metricsWindow(body.start_time, body.end_time, body.interval, "interval");
+    groupSpecOf(body.group_by, "trace");
+    normalizeFilters({ filters: body.filters ?? [] }, "trace");
     const runId = await ownedRun(c, project_id, body);
-    let plan: ReturnType<typeof traceMetricsPlan> | undefined;
-    const result = await runAggregation(c, { projectId: project_id, runId, family: "trace", filter, window, group }, (runMetrics) => (plan = traceMetricsPlan(runMetrics)));
-    return jsonText(c, metricsAnswerJson(result, window, group.kind !== "none", plan!.keys, plan!.figures));
+    return jsonText(c, await traceMetricsJson(c, { ...body, projectId: project_id, runId }));
   });
 
   app.openapi(customSearch, async (c) => {

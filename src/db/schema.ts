@@ -793,3 +793,143 @@ export const redactionJobs = sqliteTable("redaction_jobs", {
   /** Chunks done: each chunk's save is a compare-and-set on it, so a redelivered message does nothing. */
   step: integer("step").notNull().default(0),
 });
+
+/** Notification channels of an organization (src/alerts; migration 0024). Credentials sealed: src/alerts/sealed-secrets.ts. */
+export const notificationChannels = sqliteTable(
+  "notification_channels",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id")
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    /** `webhook` or `slack`. */
+    type: text("type").notNull(),
+    /** A webhook's URL; a Slack URL masked (the real one is sealed in url_sealed). */
+    url: text("url").notNull(),
+    urlSealed: text("url_sealed"),
+    secretSealed: text("secret_sealed"),
+    enabled: integer("enabled").notNull().default(1),
+    disabledReason: text("disabled_reason"),
+    consecutiveFailures: integer("consecutive_failures").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("notification_channels_organization").on(t.organizationId, t.createdAt)],
+);
+
+/** Alert rules per project and run, with their state (src/alerts; migration 0024). Minutes are minutes since the epoch. */
+export const alertRules = sqliteTable(
+  "alert_rules",
+  {
+    id: text("id").primaryKey(),
+    organizationId: text("organization_id").notNull(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    runId: text("run_id").notNull(),
+    runKind: text("run_kind").notNull(),
+    name: text("name").notNull(),
+    metric: text("metric").notNull(),
+    /** metrics/search's filter leaves, JSON. */
+    filters: text("filters").notNull(),
+    windowMinutes: integer("window_minutes").notNull(),
+    comparison: text("comparison").notNull(),
+    threshold: real("threshold").notNull(),
+    warningThreshold: real("warning_threshold"),
+    evaluateEveryMinutes: integer("evaluate_every_minutes").notNull(),
+    noData: text("no_data").notNull(),
+    renotifyMinutes: integer("renotify_minutes"),
+    enabled: integer("enabled").notNull(),
+    createdAt: integer("created_at").notNull(),
+    createdMinute: integer("created_minute").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    state: text("state").notNull().default("ok"),
+    stateSince: integer("state_since").notNull(),
+    lastValue: real("last_value"),
+    lastEvaluatedMinute: integer("last_evaluated_minute"),
+    lastNotifiedMinute: integer("last_notified_minute"),
+    lastError: text("last_error"),
+    /** The next minute the rule is due in: the cron's index, moved forward by each evaluation's conditional transition. */
+    nextDueMinute: integer("next_due_minute").notNull(),
+  },
+  (t) => [index("alert_rules_project").on(t.projectId, t.createdAt), index("alert_rules_due").on(t.nextDueMinute).where(sql`enabled = 1`)],
+);
+
+export const alertRuleChannels = sqliteTable(
+  "alert_rule_channels",
+  {
+    ruleId: text("rule_id")
+      .notNull()
+      .references(() => alertRules.id, { onDelete: "cascade" }),
+    channelId: text("channel_id")
+      .notNull()
+      .references(() => notificationChannels.id, { onDelete: "cascade" }),
+  },
+  (t) => [primaryKey({ columns: [t.ruleId, t.channelId] }), index("alert_rule_channels_channel").on(t.channelId)],
+);
+
+/** A rule's changes of state, one per evaluated minute at most. */
+export const alertHistory = sqliteTable(
+  "alert_history",
+  {
+    ruleId: text("rule_id")
+      .notNull()
+      .references(() => alertRules.id, { onDelete: "cascade" }),
+    minute: integer("minute").notNull(),
+    state: text("state").notNull(),
+    previousState: text("previous_state").notNull(),
+    value: real("value"),
+    threshold: real("threshold"),
+    windowStart: integer("window_start").notNull(),
+    windowEnd: integer("window_end").notNull(),
+    at: integer("at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.ruleId, t.minute] })],
+);
+
+/** Deliveries (the outbox): `id` is the webhook-id, the same on every attempt. */
+export const alertDeliveries = sqliteTable(
+  "alert_deliveries",
+  {
+    id: text("id").primaryKey(),
+    channelId: text("channel_id")
+      .notNull()
+      .references(() => notificationChannels.id, { onDelete: "cascade" }),
+    ruleId: text("rule_id"),
+    minute: integer("minute"),
+    type: text("type").notNull(),
+    payload: text("payload").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** pending, delivered, failed, abandoned. */
+    status: text("status").notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    firstAttemptAt: integer("first_attempt_at"),
+    lastAttemptAt: integer("last_attempt_at"),
+    queuedAt: integer("queued_at"),
+  },
+  (t) => [
+    uniqueIndex("alert_deliveries_once").on(t.ruleId, t.minute, t.channelId).where(sql`rule_id IS NOT NULL`),
+    index("alert_deliveries_unqueued").on(t.createdAt).where(sql`queued_at IS NULL`),
+    index("alert_deliveries_channel").on(t.channelId),
+    index("alert_deliveries_pending").on(t.lastAttemptAt).where(sql`status = 'pending'`),
+    index("alert_deliveries_created").on(t.createdAt),
+  ],
+);
+
+/** Every delivery attempt; the last 100 per channel are kept. */
+export const alertDeliveryAttempts = sqliteTable(
+  "alert_delivery_attempts",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    channelId: text("channel_id")
+      .notNull()
+      .references(() => notificationChannels.id, { onDelete: "cascade" }),
+    webhookId: text("webhook_id").notNull(),
+    type: text("type").notNull(),
+    at: integer("at").notNull(),
+    status: integer("status"),
+    latencyMs: integer("latency_ms").notNull(),
+    error: text("error"),
+  },
+  (t) => [index("alert_delivery_attempts_channel").on(t.channelId, t.seq)],
+);

@@ -113,6 +113,10 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["PUT /v2/models/{model_name}/price_overrides", SMALL],
   ["PUT /v2/projects/{project_id}/analytics_settings", SMALL],
   ["PUT /v2/projects/{project_id}/redaction", SMALL],
+  // A channel's name and URL; a rule carries metrics/search's filters (at most 50 leaves).
+  ["POST /v2/notification_channels", SMALL],
+  ["POST /v2/projects/{project_id}/alerts", SMALL],
+  ["PATCH /v2/projects/{project_id}/alerts/{alert_id}", SMALL],
   ["POST /v2/projects/{project_id}/redaction/apply", SMALL],
   ["POST /v2/projects/{project_id}/redaction/preview", REDACTION_PREVIEW],
   ["POST /v2/projects/{project_id}/annotation/templates", ANNOTATION],

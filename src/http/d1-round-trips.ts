@@ -222,6 +222,15 @@ export function withD1Views<E extends object>(bindings: E, wrap: (db: D1Database
 }
 
 /**
+ * A view of the bindings whose every D1 database (the catalog and the shards) counts its round
+ * trips in `counter`; the bindings object itself is never modified. Also used by the cron's alert
+ * evaluation (src/alerts/alert-cron.ts), which reports its count.
+ */
+export function countingEnv<E extends object>(bindings: E, counter: RoundTripCounter): E {
+  return withD1Views(bindings, (db) => countingD1(db, counter));
+}
+
+/**
  * Gives the rest of the request a counting view of every D1 binding (the catalog `DB` and the
  * data shards) and reports the count on the response, error responses included. The bindings
  * object is shared by every request of the isolate, so it is never modified: the request gets
@@ -229,8 +238,7 @@ export function withD1Views<E extends object>(bindings: E, wrap: (db: D1Database
  */
 export const d1RoundTrips: MiddlewareHandler<AppEnv> = async (c, next) => {
   const counter: RoundTripCounter = { count: 0 };
-  const bindings = c.env;
-  if (bindings?.DB) c.env = withD1Views(bindings, (db) => countingD1(db, counter));
+  if (c.env?.DB) c.env = countingEnv(c.env, counter);
   await next();
   c.header("Server-Timing", roundTripsHeader(counter.count), { append: true });
 };

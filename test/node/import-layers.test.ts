@@ -28,6 +28,8 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["search"],
   // capabilities built on search, ingest and deletion
   ["annotation-queues", "analytics", "compat", "delete-by-filter", "export", "otlp", "moves"],
+  // alerts watch analytics' figures (metrics/search), read through analytics' own function
+  ["alerts"],
   ["maintenance"],
   // derived data's upkeep after writes: it runs the text index's, the metric cells' and maintenance's chunks
   ["upkeep"],

@@ -90,8 +90,11 @@ async function readRetryingBusy<R>(read: () => Promise<R>): Promise<R> {
   }
 }
 
-/** `vars`: wrangler.toml [vars] overridden for this service (e.g. a lower scan time share). */
-export async function startService(options: { vars?: Record<string, string> } = {}): Promise<RunningService> {
+/**
+ * `vars`: wrangler.toml [vars] overridden for this service (e.g. a lower scan time share).
+ * `testScheduled`: serve `/__scheduled`, the worker's cron handler run by hand (the alerts' tests).
+ */
+export async function startService(options: { vars?: Record<string, string>; testScheduled?: boolean } = {}): Promise<RunningService> {
   // Every database wrangler.toml declares, migrated: the catalog and the data shards.
   const persistDir = await migratedStateDir("trace-store-sdk-");
 
@@ -124,6 +127,7 @@ export async function startService(options: { vars?: Record<string, string> } = 
       ...Object.entries(options.vars ?? {}).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
       "--show-interactive-dev-session=false",
       "--log-level", process.env.WLOG ?? "warn",
+      ...(options.testScheduled ? ["--test-scheduled"] : []),
     ],
     // Its own process group, so that stopping it stops the workerd it starts too.
     { cwd: ROOT, env: WRANGLER_ENV, detached: true, stdio: ["ignore", "pipe", "pipe"] },

@@ -4,6 +4,8 @@ import { logout, onUnauthorized } from "./api/client";
 import { getCurrentUser } from "./api/endpoints";
 import { clearToken, readToken } from "./api/token-store";
 import type { CurrentUser } from "./api/types";
+import { AlertRulesPage } from "./alerts/alert-rules-page";
+import { ChannelsPage } from "./alerts/channels-page";
 import { LazyDashboard } from "./dashboard/lazy-dashboard";
 import { ProjectLanding } from "./dashboard/project-landing";
 import { Link, navigate, useRoute } from "./routing/navigation";
@@ -81,6 +83,9 @@ export function App() {
           <Link href="/annotation-queues" aria-current={route.view === "queues" || route.view === "queue" ? "page" : undefined}>
             Annotation queues
           </Link>
+          <Link href="/alert-channels" aria-current={route.view === "channels" ? "page" : undefined}>
+            Alert channels
+          </Link>
           {user?.role === "admin" ? (
             <Link href="/erase" aria-current={route.view === "erase" ? "page" : undefined} data-testid="nav-erase">
               Erase data
@@ -103,6 +108,8 @@ export function App() {
       {route.view === "records" ? <RecordsPage route={route} /> : null}
       {route.view === "erase" ? <ErasePage user={user} /> : null}
       {route.view === "redaction" ? <RedactionPage projectId={route.projectId} user={user} /> : null}
+      {route.view === "alerts" ? <AlertRulesPage route={route} user={user} /> : null}
+      {route.view === "channels" ? <ChannelsPage user={user} /> : null}
       {route.view === "queues" ? <QueuesPage /> : null}
       {route.view === "queue" ? <QueuePage queueId={route.queueId} at={route.at} /> : null}
       {route.view === "not-found" ? (

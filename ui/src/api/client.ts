@@ -75,7 +75,7 @@ async function send(method: string, path: string, init: { body?: BodyInit; conte
  * A JSON call to an authenticated route. A body is labelled JSON (the service refuses a browser's
  * unlabelled body with 415, src/http/cross-site-requests.ts); a bodiless DELETE needs no label.
  */
-export async function api<T>(method: "GET" | "POST" | "PUT" | "DELETE", path: string, body?: unknown): Promise<T> {
+export async function api<T>(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, body?: unknown): Promise<T> {
   const response = await send(method, path, {
     body: body === undefined ? undefined : JSON.stringify(body),
     contentType: body === undefined ? undefined : "application/json",

@@ -163,7 +163,8 @@ export function bucketFilter(bucket: Bucket, group: string, groupValue: string |
   return { and: leaves };
 }
 
-function groupLeaf(group: string, value: string): FilterLeafJson {
+/** The filter leaf of one group of a grouped chart (an alert rule made from that line watches it alone). */
+export function groupLeaf(group: string, value: string): FilterLeafJson {
   if (group === "tags") return { type: "collection", column_id: "tags", operator: "contains", value };
   return { type: "text", column_id: group, operator: "eq", value };
 }

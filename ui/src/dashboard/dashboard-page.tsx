@@ -10,7 +10,8 @@ import { Link, navigate } from "../routing/navigation";
 import { emptyTable, hrefOf, type Route } from "../routing/routes";
 import { ErrorNotice } from "../views/error-notice";
 import { useApi } from "../views/use-api";
-import { bucketFilter, loadDashboard, type Bucket, type DashboardData, type MetricInfo } from "./dashboard-data";
+import { ChartAlertPanel } from "../alerts/chart-alert-panel";
+import { bucketFilter, groupLeaf, loadDashboard, type Bucket, type DashboardData, type MetricInfo } from "./dashboard-data";
 import { DashboardControls } from "./dashboard-controls";
 import { dashboardHref, parseDashboardState, timeWindow, type DashboardState } from "./dashboard-state";
 import { formatChartValue, seriesColor, TimeChart } from "./time-chart";
@@ -45,6 +46,8 @@ export function DashboardPage({ route }: { route: DashboardRoute }) {
     [run, win, state.group, metrics],
   );
   const [choice, setChoice] = useState<BucketChoice | null>(null);
+  // "Alert on this chart": the chart, its threshold (drawn on it) and the line chosen.
+  const [alerting, setAlerting] = useState<{ key: string; threshold: number; group: string | null } | null>(null);
 
   const setState = (patch: Partial<DashboardState>) => {
     setChoice(null);
@@ -88,6 +91,7 @@ export function DashboardPage({ route }: { route: DashboardRoute }) {
           <Link href={tracesHref}>Traces</Link>
           <Link href={hrefOf({ view: "records", projectId, kind, runId, family: "spans", table: emptyTable() })}>Spans</Link>
           <Link href={hrefOf({ view: "records", projectId, kind, runId, family: "sessions", table: emptyTable() })}>Sessions</Link>
+          <Link href={hrefOf({ view: "alerts", projectId, kind, runId, search: "" })}>Alerts</Link>
         </nav>
         <label class="inline-check">
           Run
@@ -124,7 +128,20 @@ export function DashboardPage({ route }: { route: DashboardRoute }) {
           <div class="chart-grid">
             {shown.charts.map((spec) => (
               <section key={spec.key} class="card chart-card" aria-label={spec.title}>
-                <h3>{spec.title}</h3>
+                <div class="chart-card-head">
+                  <h3>{spec.title}</h3>
+                  {/* Rules watch metrics/search's keys: the trace charts (not the per-model span charts). */}
+                  {shown.family === "traces" && alerting?.key !== spec.key ? (
+                    <button
+                      type="button"
+                      class="button-small"
+                      aria-label={`Alert on ${spec.title}`}
+                      onClick={() => setAlerting({ key: spec.key, threshold: chartMaximum(shown.series[spec.key]!.values), group: null })}
+                    >
+                      Alert…
+                    </button>
+                  ) : null}
+                </div>
                 <TimeChart
                   spec={spec}
                   buckets={shown.buckets}
@@ -132,7 +149,24 @@ export function DashboardPage({ route }: { route: DashboardRoute }) {
                   startMs={win.startMs}
                   endMs={win.endMs}
                   onBucketClick={onBucketClick(spec.title)}
+                  threshold={alerting?.key === spec.key ? alerting.threshold : null}
+                  onPickValue={alerting?.key === spec.key ? (value) => setAlerting({ ...alerting, threshold: roundThreshold(value) }) : null}
                 />
+                {alerting?.key === spec.key ? (
+                  <ChartAlertPanel
+                    run={run}
+                    metric={spec.key}
+                    title={spec.title}
+                    groups={shown.series[spec.key]!.names}
+                    group={alerting.group}
+                    onGroup={(group) => setAlerting({ ...alerting, group })}
+                    groupFilter={(group) => groupLeaf(state.group, group)}
+                    threshold={alerting.threshold}
+                    onThreshold={(threshold) => setAlerting({ ...alerting, threshold })}
+                    intervalMinutes={win.intervalMinutes}
+                    onClose={() => setAlerting(null)}
+                  />
+                ) : null}
               </section>
             ))}
           </div>
@@ -140,6 +174,18 @@ export function DashboardPage({ route }: { route: DashboardRoute }) {
       ) : null}
     </main>
   );
+}
+
+/** The highest value of a chart (a first threshold to move), 0 for an empty one. */
+function chartMaximum(values: (number | null)[][]): number {
+  let max = 0;
+  for (const line of values) for (const v of line) if (v !== null && v > max) max = v;
+  return roundThreshold(max);
+}
+
+/** Three significant digits: a threshold a person would write. */
+function roundThreshold(value: number): number {
+  return value === 0 ? 0 : Number(value.toPrecision(3));
 }
 
 const TRACE_TOTALS: [string, string, string][] = [

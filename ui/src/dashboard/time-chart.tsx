@@ -30,6 +30,10 @@ interface Props {
   startMs: number;
   endMs: number;
   onBucketClick: (bucketIndex: number, seriesName: string | null) => void;
+  /** A line drawn across the chart (an alert's threshold being chosen: ui/src/alerts/chart-alert-panel.tsx). */
+  threshold?: number | null;
+  /** While set, a click picks the value under the pointer (the threshold) instead of opening a bucket. */
+  onPickValue?: ((value: number) => void) | null;
 }
 
 const HEIGHT = 190;
@@ -38,11 +42,13 @@ function themeColor(name: string, fallback: string): string {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
 
-export function TimeChart({ spec, buckets, series, startMs, endMs, onBucketClick }: Props) {
+export function TimeChart({ spec, buckets, series, startMs, endMs, onBucketClick, threshold = null, onPickValue = null }: Props) {
   const holder = useRef<HTMLDivElement>(null);
-  // The latest handler, so the chart need not be rebuilt when the page re-renders.
+  // The latest handlers, so the chart need not be rebuilt when the page re-renders.
   const onClick = useRef(onBucketClick);
   onClick.current = onBucketClick;
+  const onPick = useRef(onPickValue);
+  onPick.current = onPickValue;
 
   useEffect(() => {
     const element = holder.current!;
@@ -56,7 +62,8 @@ export function TimeChart({ spec, buckets, series, startMs, endMs, onBucketClick
       height: HEIGHT,
       // Buckets are drawn at their middle over the whole window, so a click anywhere inside a
       // bucket's width lands on that bucket.
-      scales: { x: { time: true, range: [startMs / 1000, endMs / 1000] }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(max ?? 1, spec.unit === "count" ? 1 : 0) * 1.25 || 1] } },
+      // The threshold stays in view: the axis reaches past it.
+      scales: { x: { time: true, range: [startMs / 1000, endMs / 1000] }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0, threshold ?? 0), Math.max(max ?? 1, threshold ?? 0, spec.unit === "count" ? 1 : 0) * 1.25 || 1] } },
       axes: [
         { ...axis },
         { ...axis, size: 64, values: (_u, ticks) => ticks.map((v) => formatChartValue(v, spec.unit)) },
@@ -76,6 +83,22 @@ export function TimeChart({ spec, buckets, series, startMs, endMs, onBucketClick
       focus: { alpha: 0.35 },
       legend: { show: true, live: true },
       hooks: {
+        draw: [
+          (u) => {
+            if (threshold === null) return;
+            const y = Math.round(u.valToPos(threshold, "y", true));
+            const ctx = u.ctx;
+            ctx.save();
+            ctx.strokeStyle = themeColor("--danger", "#d24c4c");
+            ctx.lineWidth = 2 * devicePixelRatio;
+            ctx.setLineDash([6 * devicePixelRatio, 4 * devicePixelRatio]);
+            ctx.beginPath();
+            ctx.moveTo(u.bbox.left, y);
+            ctx.lineTo(u.bbox.left + u.bbox.width, y);
+            ctx.stroke();
+            ctx.restore();
+          },
+        ],
         setSeries: [
           (_u, index) => {
             focused = index;
@@ -86,6 +109,11 @@ export function TimeChart({ spec, buckets, series, startMs, endMs, onBucketClick
     const data: uPlot.AlignedData = [buckets.map((b) => (b.startMs + b.endMs) / 2000), ...series.values];
     const plot = new uPlot(options, data, element);
     const click = () => {
+      if (onPick.current) {
+        const top = plot.cursor.top;
+        if (top !== undefined && top !== null && top >= 0) onPick.current(plot.posToVal(top, "y"));
+        return;
+      }
       const index = plot.cursor.idx;
       if (index === null || index === undefined) return;
       onClick.current(index, grouped ? (focused === null ? null : series.names[focused - 1] ?? null) : "");
@@ -98,7 +126,7 @@ export function TimeChart({ spec, buckets, series, startMs, endMs, onBucketClick
       plot.over.removeEventListener("click", click);
       plot.destroy();
     };
-  }, [spec, buckets, series, startMs, endMs]);
+  }, [spec, buckets, series, startMs, endMs, threshold]);
 
-  return <div class="time-chart" ref={holder} data-chart={spec.key} />;
+  return <div class={`time-chart${onPickValue ? " picking" : ""}`} ref={holder} data-chart={spec.key} data-threshold={threshold ?? undefined} />;
 }

@@ -8,6 +8,10 @@
  *   /projects/{pid}/{log_streams|experiments}/{rid}/{traces|spans|sessions}
  *       ?filter=<filter tree JSON>&q=<searched text>&sort=<column>:<asc|desc>&page=<n>&size=<n>&cols=<id,id>
  *       &open=<trace or session id>&span=<span id>
+ *   /projects/{pid}/{log_streams|experiments}/{rid}/alerts?new=1&metric=&threshold=&filters=&window=
+ *                                                       the run's alert rules, their state and history; a new
+ *                                                       rule's form prefilled from a dashboard chart (ui/src/alerts/)
+ *   /alert-channels                                     the organization's notification channels (ui/src/alerts/)
  *   /projects/{pid}/redaction                           the project's redaction policy (ui/src/redaction/)
  *   /erase                                              deletion by metadata (admins)
  *   /annotation-queues                                  the organization's annotation queues
@@ -46,6 +50,9 @@ export type Route =
   /** The query string is the dashboard's own (ui/src/dashboard/dashboard-state.ts). */
   | { view: "dashboard"; projectId: string; kind: RunKind; runId: string; search: string }
   | { view: "redaction"; projectId: string }
+  /** The query string is the new rule's prefill (ui/src/alerts/rule-prefill.ts). */
+  | { view: "alerts"; projectId: string; kind: RunKind; runId: string; search: string }
+  | { view: "channels" }
   | { view: "erase" }
   | { view: "queues" }
   | { view: "queue"; queueId: string; at: number }
@@ -97,6 +104,7 @@ export function parseLocation(pathname: string, search: string): Route {
   if (parts.length === 0) return { view: "projects" };
   if (parts[0] === "sign-in" && parts.length === 1) return { view: "sign-in", next: params.get("next") ?? "/" };
   if (parts[0] === "erase" && parts.length === 1) return { view: "erase" };
+  if (parts[0] === "alert-channels" && parts.length === 1) return { view: "channels" };
   if (parts[0] === "annotation-queues" && parts.length === 1) return { view: "queues" };
   if (parts[0] === "annotation-queues" && parts.length === 2) return { view: "queue", queueId: parts[1]!, at: positiveInt(params.get("at"), 1) };
   if (parts[0] === "projects" && parts.length === 2) return { view: "project", projectId: parts[1]! };
@@ -105,6 +113,9 @@ export function parseLocation(pathname: string, search: string): Route {
     const [, projectId, kind, runId, family] = parts as [string, string, string, string, string];
     if ((RUN_KINDS as readonly string[]).includes(kind) && family === "dashboard") {
       return { view: "dashboard", projectId, kind: kind as RunKind, runId, search };
+    }
+    if ((RUN_KINDS as readonly string[]).includes(kind) && family === "alerts") {
+      return { view: "alerts", projectId, kind: kind as RunKind, runId, search };
     }
     if ((RUN_KINDS as readonly string[]).includes(kind) && (FAMILIES as readonly string[]).includes(family)) {
       return { view: "records", projectId, kind: kind as RunKind, runId, family: family as Family, table: parseTableState(params) };
@@ -142,6 +153,10 @@ export function hrefOf(route: Route): string {
       return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/dashboard${route.search}`;
     case "redaction":
       return `/projects/${enc(route.projectId)}/redaction`;
+    case "alerts":
+      return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/alerts${route.search}`;
+    case "channels":
+      return "/alert-channels";
     case "erase":
       return "/erase";
     case "queues":

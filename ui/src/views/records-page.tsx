@@ -167,6 +167,7 @@ export function RecordsPage({ route }: { route: RecordsRoute }) {
               {FAMILY_LABELS[f]}
             </Link>
           ))}
+          <Link href={hrefOf({ view: "alerts", projectId, kind, runId, search: "" })}>Alerts</Link>
         </nav>
         <div class="toolbar">
           <button type="button" aria-expanded={showFilter} onClick={() => setShowFilter(!showFilter)} data-testid="filter-toggle">
