@@ -22,14 +22,24 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
  *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
  * - Figures (docs/benchmarks.md, "The test suite"): 783 s on a quiet 2-core machine before issue
- *   36 (1,080 tests, node files one at a time, then workers files two at a time). After its
- *   test-server fixes (system-picked inspector ports, no keep-alive, the template built in one
- *   workerd in about 15 s instead of a minute, the SDK tests' reads in one workerd per read: 43
- *   CPU s for sdk-end-to-end against 97) no clean run could be timed on a quiet machine: the one
- *   run of 2026-11-28 ran at load 12 to 25 (other engineers' suites) and was stopped after 32
- *   files in 68 minutes, 13 of them with a test past its timeout. What bounds the suite is the node files: admin-cli (about 45 command
- *   line processes of 4 to 5 CPU s each; 1,644 s at that load), then the browser files and
- *   shard-backup (5 to 6 minutes each at that load).
+ *   36 (1,080 tests, node files one at a time, then workers files two at a time). The clean-clone
+ *   run of 2026-11-29 00:17 (commit 7f803a9, 1,256 tests in 110 files, load 6 to 10 from other
+ *   work beside it): 1,957 s, `npm ci` 86 s and `npm test` 1,871 s. The target is not met.
+ * - What bounds the suite is CPU, in processes the node files start: node files 1,709 s of the
+ *   two lanes' 2,304 s. admin-cli alone 557 s (about 45 commands, each `npm run admin` (1.5 CPU s)
+ *   and one `wrangler d1 execute --local` (4 CPU s, half of it loading wrangler's 12.7 MB bundle)),
+ *   start-demo 264 s (two `npm start`: each three `wrangler d1 migrations apply` of 4 CPU s and a
+ *   `wrangler dev`), the five browser files 573 s (an `npm start` and a Chromium each),
+ *   shard-backup 96 s (a dozen wrangler commands). The 90 workers files take 594 s together; each
+ *   has its own workerd (per-file storage). The lanes' last files ended 11 s apart: ordering is
+ *   not what is left to gain.
+ * - Next cuts, by size: the admin command line's local path without a wrangler process per
+ *   command (in-process D1 through miniflare: 1.7 CPU s to load against wrangler's 4 per
+ *   command), fewer wrangler calls per command (the shard import's went from nine to five),
+ *   `npm start`'s three migration runs in one workerd when there is nothing to apply, one
+ *   workerd for the workers files that need no storage of their own. Done: `npm run admin` and
+ *   `npm start` run as one Node process (`node --import tsx`: 0.8 CPU s against the `tsx`
+ *   command's 1.1 per start), which also ends tsx's signal relay (scripts/start.ts).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
  *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
  *   test may run dozens of command line processes.

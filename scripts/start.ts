@@ -11,12 +11,20 @@
  * 5. runs wrangler.toml's cron schedule (scripts/lib/local-cron.ts: `wrangler dev` fires none), so
  *    the upkeep of derived data, retention, moves and export removal run as deployed, and a
  *    database with a backlog starts catching up at once;
- * 6. keeps serving in the foreground; SIGINT and SIGTERM are passed on to wrangler.
+ * 6. keeps serving in the foreground until it is stopped: SIGINT, SIGTERM or SIGHUP to this process
+ *    (or Ctrl+C to its process group), or its parent going away (see stopWhenOrphaned), stops
+ *    everything it started: wrangler dev (which stops its workerd) and any wrangler command still
+ *    running, then it exits.
+ *
+ * package.json runs it as `node --import tsx scripts/start.ts`, one process: under the `tsx`
+ * command a SIGTERM to tsx alone was relayed to start.ts, and when start.ts had not acknowledged it
+ * within tsx's 30 ms (a busy machine) tsx SIGKILLed it, leaving wrangler dev serving, orphaned.
  *
  * `--persist-to DIR` keeps the database (and the demo credentials) in DIR instead of .wrangler/state.
  * `INSPECTOR_PORT` sets wrangler's inspector port (default 9229 when free; 0: one the system picks,
  * which the tests use so that servers started side by side never both take 9229).
  */
+import type { ChildProcess } from "node:child_process";
 import { constants } from "node:os";
 import { parseArgs } from "node:util";
 import { ensureUiBuilt } from "./lib/build-ui";
@@ -24,7 +32,45 @@ import { ensureDevVars } from "./lib/dev-vars";
 import { configuredCrons, startLocalCron } from "./lib/local-cron";
 import { LOOPBACK, isPortFree, startDevServer, waitUntilHealthy } from "./lib/local-server";
 import { type DemoCredentials, apiKeyWorks, demoStatePath, readDemoState, seedDemo, writeDemoState } from "./lib/seed-demo";
-import { type D1Target, WranglerError, applyMigrations } from "./lib/wrangler";
+import { type D1Target, WranglerError, applyMigrations, stopRunningWranglers } from "./lib/wrangler";
+
+const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+let server: ChildProcess | undefined;
+
+const serving = () => server !== undefined && server.exitCode === null && server.signalCode === null;
+
+/**
+ * Stops what this process started. With wrangler dev running, the signal is passed on and its
+ * exit ends this process (with its status); before that (building, migrating), at once.
+ */
+function stop(signal: NodeJS.Signals): void {
+  stopRunningWranglers(signal);
+  if (serving()) server!.kill(signal);
+  else process.exit(128 + (constants.signals[signal] ?? 0));
+}
+for (const signal of STOP_SIGNALS) process.on(signal, () => stop(signal));
+// Whatever ends this process (an error, process.exit), nothing it started outlives it.
+process.on("exit", () => {
+  stopRunningWranglers("SIGTERM");
+  if (serving()) server!.kill("SIGTERM");
+});
+
+/**
+ * Stops as on SIGTERM when the process that started this one goes away. \`npm start\` runs it under
+ * \`sh -c\`, and npm passes a SIGTERM on to that shell alone, which dies without passing it further
+ * (dash does not exec the command): this process would go on serving, orphaned.
+ */
+function stopWhenOrphaned(): void {
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid !== parent) {
+      clearInterval(timer);
+      stop("SIGTERM");
+    }
+  }, 500);
+  timer.unref();
+}
+stopWhenOrphaned();
 
 function say(line: string): void {
   process.stdout.write(`[start] ${line}\n`);
@@ -92,19 +138,15 @@ if (ensureDevVars()) say("created .dev.vars with a random TOKEN_SECRET (from .de
 say(`starting wrangler dev on ${baseUrl}`);
 // Alerts: channels may point at local receivers (contract section 16: http and local addresses
 // under wrangler dev), and notifications link to this server (docs/alerts.md).
-const server = startDevServer({ port, persistTo, inspectorPort, stdio: "inherit", vars: { ALERT_DESTINATIONS: "local", PUBLIC_URL: `http://${LOOPBACK}:${port}` } });
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-  process.on(signal, () => {
-    if (server.exitCode === null && server.signalCode === null) server.kill(signal);
-  });
-}
-server.on("exit", (code, signal) => {
+const devServer = startDevServer({ port, persistTo, inspectorPort, stdio: "inherit", vars: { ALERT_DESTINATIONS: "local", PUBLIC_URL: `http://${LOOPBACK}:${port}` } });
+server = devServer;
+devServer.on("exit", (code, signal) => {
   process.exit(code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : 1));
 });
-server.on("error", (error) => fail(`could not start wrangler: ${error.message}`));
+devServer.on("error", (error) => fail(`could not start wrangler: ${error.message}`));
 
 try {
-  await waitUntilHealthy(baseUrl, server);
+  await waitUntilHealthy(baseUrl, devServer);
   const crons = configuredCrons();
   startLocalCron(baseUrl, crons, say);
   say(`running wrangler.toml's cron schedule (${crons.join(", ")}) against /__scheduled`);
@@ -122,5 +164,5 @@ try {
   // The service itself is up: keep serving, but say loudly that the demo is missing.
   const detail = error instanceof WranglerError ? `${error.message}\n${error.output}` : error instanceof Error ? error.message : String(error);
   process.stderr.write(`[start] error: the demo dataset could not be seeded: ${detail}\n`);
-  if (server.exitCode !== null || server.signalCode !== null) process.exit(1);
+  if (!serving()) process.exit(1);
 }

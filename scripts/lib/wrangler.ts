@@ -4,7 +4,7 @@
  * wrangler (node_modules/.bin) from the repository root, so they work from any directory and use
  * the same wrangler.toml, migrations folder and local state as `npm start`.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -38,10 +38,24 @@ export interface CapturedRun {
   stderr: string;
 }
 
+/** The wrangler commands runWrangler started that are still running. */
+const running = new Set<ChildProcess>();
+
+/**
+ * Signals every wrangler command still running (npm start stops them when it is stopped itself,
+ * whatever it was doing: applying migrations, seeding).
+ */
+export function stopRunningWranglers(signal: NodeJS.Signals = "SIGTERM"): void {
+  for (const child of running) child.kill(signal);
+}
+
 /** Runs wrangler to completion with stdin closed (non-interactive: prompts take their default). */
 export function runWrangler(args: string[]): Promise<CapturedRun> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(WRANGLER_BIN, args, { cwd: REPO_ROOT, env: wranglerEnv(), stdio: ["ignore", "pipe", "pipe"] });
+    running.add(child);
+    child.on("exit", () => running.delete(child));
+    child.on("error", () => running.delete(child));
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));

@@ -281,7 +281,10 @@ describe("admin command line", () => {
       expect((await fetch(`${baseUrl}/v2/projects/${project.id}/traces`, { method: "POST", headers, body: JSON.stringify({ log_stream_id: stream.id, traces: [{ name: "later" }] }) })).status).toBe(200);
       expect(await search()).toContain("later");
 
-      // Refusals only read the catalog (or nothing), so they run side by side, each its own command.
+      // Refusals only read the catalog (or nothing), each its own command, one after another: run
+      // side by side, six `wrangler d1 execute` opening the catalog at once beside the service's own
+      // workerd failed one read with D1's "internal error" (SQLite busy; clean-clone run of
+      // 2026-11-29, load 6-10).
       const refusals: [string[], number, RegExp][] = [
         [["move-project", "--project", project.id, "--to", to, "--url", baseUrl], 1, new RegExp(`already on ${to}`)],
         [["move-project", "--project", project.id, "--to", "SHARD_7", "--url", baseUrl], 1, /unknown shard "SHARD_7"/],
@@ -290,8 +293,7 @@ describe("admin command line", () => {
         [["move-project", "--to", from], 2, /--project is required/],
         [["move-status", "--project", UNKNOWN], 1, /has never been moved/],
       ];
-      const refused = await Promise.all(refusals.map(([args]) => admin(...args)));
-      refused.forEach((run, i) => expectFailure(run, refusals[i]![1], refusals[i]![2]));
+      for (const [args, code, message] of refusals) expectFailure(await admin(...args), code, message);
     });
   });
 });

@@ -2,7 +2,8 @@
 /**
  * `npm start` as a user runs it, for the browser tests: in a temporary state directory, on a free
  * loopback port, with the demo dataset it seeds. Resolves once the banner is printed, with the
- * credentials it saved; stop() ends it (SIGTERM, passed on to wrangler) and removes the directory.
+ * credentials it saved; stop() ends it (SIGTERM, which it passes on to wrangler) and removes the
+ * directory.
  * The directory starts with the migrated databases (test/node/migrated-state.ts), so npm start's
  * own `wrangler d1 migrations apply` finds nothing to apply, as on a user's second start;
  * test/node/start-demo.test.ts runs the first start, from an empty directory.
@@ -26,13 +27,13 @@ export interface DemoServer {
 export async function startDemoServer(timeoutMs = 600_000): Promise<DemoServer> {
   const persistTo = await migratedStateDir("trace-store-ui-");
   const port = await freePort();
-  const child: ChildProcess = spawn(join(ROOT, "node_modules", ".bin", "tsx"), ["scripts/start.ts", "--persist-to", persistTo], {
+  // What package.json's start runs (`node --import tsx scripts/start.ts`).
+  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", "--persist-to", persistTo], {
     cwd: ROOT,
     env: { ...process.env, PORT: String(port), INSPECTOR_PORT: "0", WRANGLER_SEND_METRICS: "false" },
     stdio: ["ignore", "pipe", "pipe"],
-    // Its own process group, so that stop() ends wrangler and workerd too: a SIGTERM passed down
-    // tsx -> start.ts -> wrangler left wrangler dev running (parent 1) whenever wrangler was slow to
-    // stop (a scheduled run of the local cron in flight) and the SIGKILL below reached tsx alone.
+    // Its own process group, so that a start that hangs past the SIGKILL below is still ended
+    // whole (wrangler and workerd with it).
     detached: true,
   });
   let text = "";
@@ -49,7 +50,7 @@ export async function startDemoServer(timeoutMs = 600_000): Promise<DemoServer> 
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((r) => child.once("exit", r));
-      signalGroup("SIGTERM");
+      child.kill("SIGTERM");
       const timer = setTimeout(() => signalGroup("SIGKILL"), 15_000);
       await exited;
       clearTimeout(timer);
