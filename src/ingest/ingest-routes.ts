@@ -15,6 +15,8 @@ import { onProjectShard } from "../shards/project-shard";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 import { z } from "@hono/zod-openapi";
 import { redactionFor } from "../redaction/policy-store";
+import { afterPartitionWrite, partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
+import { partitionRootsStatement, registerPartitionStatement, rootsOf } from "../partitions/shard-partitions";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
@@ -75,20 +77,31 @@ export async function ingestInto(
     priceBookFor(c.env.DB, principal.organizationId),
     redactionFor(c.env.DB, projectId),
   ]);
-  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), prices, redaction, ...defaults });
+  const now = nowMicros();
+  // New roots go to the open partition (docs/partitions.md); records already stored keep theirs.
+  const partition = await partitionForNewRoots(c.env, principal.organizationId, projectId, now);
+  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: now, partitionSeq: partition.seq, prices, redaction, ...defaults });
   // Streaming clients may have sent spans of these traces, or updates of these records, before
   // the records themselves: link the spans first (streaming-links.ts), apply the held updates
   // last (streaming-patches.ts). Both are no-ops for a batch nobody streamed ahead of.
   const scope = { organizationId: principal.organizationId, projectId, runId: run.runId };
   const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
-  await onProjectShard(c, projectId, "write", ({ db }) =>
-    runWriteBatch(db, [
-      ...shardMembershipStatements(db, run),
-      ...linkStoredSpansStatements(db, batch, scope),
-      ...recordWriteStatements(db, batch, scope),
-      ...heldPatchStatements(db, patchable, run.runId),
-    ]),
+  const results = await onProjectShard(
+    c,
+    projectId,
+    "write",
+    ({ db }) =>
+      runWriteBatch(db, [
+        ...shardMembershipStatements(db, run),
+        registerPartitionStatement(db, partition),
+        ...linkStoredSpansStatements(db, batch, scope),
+        ...recordWriteStatements(db, batch, scope),
+        ...heldPatchStatements(db, patchable, run.runId),
+        partitionRootsStatement(db, partition),
+      ]),
+    { shardOf: shardOfPartition(c.env, partition) },
   );
+  await afterPartitionWrite(c.env, principal.organizationId, partition, rootsOf(results.at(-1)));
   return { run, batch };
 }
 

@@ -28,6 +28,8 @@ import {
   UpdateTraceResponse,
 } from "./streaming-schemas";
 import { onProjectShard } from "../shards/project-shard";
+import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
+import { registerPartitionStatement } from "../partitions/shard-partitions";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -150,6 +152,9 @@ export function registerStreamingIngest(app: Router): void {
       priceBookFor(c.env.DB, principal.organizationId),
       redactionFor(c.env.DB, project_id),
     ]);
+    const now = nowMicros();
+    // Spans follow their trace's partition when it is stored (write-records.ts); else the open one.
+    const partition = await partitionForNewRoots(c.env, principal.organizationId, project_id, now);
     // Until the trace is known, its spans are not complete (and have no session).
     const batch = spanRows(body.spans, { traceId: body.trace_id, parentId: body.parent_id }, {
       organizationId: principal.organizationId,
@@ -157,20 +162,27 @@ export function registerStreamingIngest(app: Router): void {
       runId: run.runId,
       sessionId: null,
       isComplete: false,
-      nowMicros: nowMicros(),
+      nowMicros: now,
+      partitionSeq: partition.seq,
       prices,
       redaction,
     });
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };
-    const results = await onProjectShard(c, project_id, "write", ({ db }) =>
-      runWriteBatch(db, [
-        ...shardMembershipStatements(db, run),
-        ...recordWriteStatements(db, batch, scope),
-        ...linkToStoredTraceStatements(db, spanIds, scope),
-        ...heldPatchStatements(db, spanIds, run.runId),
-        traceSessionQuery(db, body.trace_id, scope),
-      ]),
+    const results = await onProjectShard(
+      c,
+      project_id,
+      "write",
+      ({ db }) =>
+        runWriteBatch(db, [
+          ...shardMembershipStatements(db, run),
+          registerPartitionStatement(db, partition),
+          ...recordWriteStatements(db, batch, scope),
+          ...linkToStoredTraceStatements(db, spanIds, scope),
+          ...heldPatchStatements(db, spanIds, run.runId),
+          traceSessionQuery(db, body.trace_id, scope),
+        ]),
+      { shardOf: shardOfPartition(c.env, partition) },
     );
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(

@@ -19,6 +19,7 @@ import { describeForLog, unavailability } from "../http/database-errors";
 import { ApiError, RequestValidationError } from "../http/errors";
 import { organizationRate } from "../limits/organization-rate";
 import { onProjectShard } from "../shards/project-shard";
+import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
 import { exportResponse, statusResponse } from "./export-response";
 import { OtlpError, type OtlpStatus } from "./otlp-errors";
@@ -75,7 +76,10 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const now = nowMicros();
   const [run, prices] = await Promise.all([resolveDestination(c.env, principal, target), priceBookFor(c.env.DB, principal.organizationId)]);
   const [plan, redaction] = await Promise.all([planExport(request, run.runId, now), redactionFor(c.env.DB, run.projectId)]);
-  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now, prices, redaction));
+  const partition = await partitionForNewRoots(c.env, principal.organizationId, run.projectId, now);
+  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now, prices, redaction, partition), {
+    shardOf: shardOfPartition(c.env, partition),
+  });
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
 }
