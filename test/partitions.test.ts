@@ -195,6 +195,39 @@ describe("rolling", () => {
     ]);
   });
 
+  it("finds a root in a partition on another shard: its children, a re-sent root and a session's new trace go there", async () => {
+    const home = { ...ROLLING, PARTITION_MAX_ROOTS: "2", DATA_SHARDS: "SHARD_0" };
+    const p = await newProject(home);
+    const session = uuid();
+    const old = trace();
+    await fetchWith(home, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: "s" });
+    // The write that reaches 2 roots rolls; the new partition is placed on SHARD_1 (the only one configured then).
+    await ingest({ ...home, DATA_SHARDS: "SHARD_1" }, p, [old]);
+    const rolled = await readPartitions(env as unknown as Env, p.projectId);
+    expect(rolled.map((x) => [x.shard, x.state])).toEqual([
+      ["SHARD_0", "closed"],
+      ["SHARD_1", "open"],
+    ]);
+    const vars = { ...ROLLING, PARTITION_MAX_ROOTS: "100" };
+    const streamed = uuid();
+    const spans = await fetchWith(vars, `/v2/projects/${p.projectId}/spans`, { log_stream_id: p.logStreamId, trace_id: old.id, parent_id: old.id, spans: [{ id: streamed, type: "tool", name: "late" }] });
+    expect(spans.status, JSON.stringify(spans.body)).toBe(200);
+    // One request: the old trace again with a new span, and a new root: two partitions on two shards.
+    const nested = uuid();
+    const fresh = trace();
+    await ingest(vars, p, [{ ...old, spans: [{ id: nested, type: "llm", name: "again" }] }, fresh]);
+    const inSession = trace();
+    await ingest(vars, p, [inSession], { session_id: session });
+    for (const id of [session, old.id, streamed, nested, inSession.id]) expect(await seqOf(p, id), id).toEqual({ shard: "SHARD_0", seq: 1 });
+    expect(await seqOf(p, fresh.id)).toEqual({ shard: "SHARD_1", seq: 2 });
+    const listed = (await usage(p)).partitions;
+    expect(listed.map((x: any) => [x.shard, x.roots, x.records])).toEqual([
+      ["SHARD_0", 2, 5],
+      ["SHARD_1", 1, 1],
+    ]);
+    expect((await usage(p)).records).toBe(6);
+  });
+
   it("rolls to another shard when the open partition's shard passes its high-water mark", async () => {
     // Pin the project to one shard, grow that shard past the other, then set the mark between them.
     const p = await newProject({ DATA_SHARDS: "SHARD_1" });

@@ -30,6 +30,8 @@ import {
 import { onProjectShard } from "../shards/project-shard";
 import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
 import { registerPartitionStatement } from "../partitions/shard-partitions";
+import { projectPartitions } from "../partitions/partition-catalog";
+import { groupByRootPartition } from "./root-partitions";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -167,6 +169,9 @@ export function registerStreamingIngest(app: Router): void {
       prices,
       redaction,
     });
+    // Every span of the request has one root (its trace's): its partition, wherever it is stored.
+    const groups = await groupByRootPartition(c.env, await projectPartitions(c.env, project_id), partition, batch);
+    const target = groups.find((g) => g.batch.records.length > 0)?.partition ?? partition;
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };
     const results = await onProjectShard(
@@ -176,13 +181,13 @@ export function registerStreamingIngest(app: Router): void {
       ({ db }) =>
         runWriteBatch(db, [
           ...shardMembershipStatements(db, run),
-          registerPartitionStatement(db, partition),
+          registerPartitionStatement(db, target),
           ...recordWriteStatements(db, batch, scope),
           ...linkToStoredTraceStatements(db, spanIds, scope),
           ...heldPatchStatements(db, spanIds, run.runId),
           traceSessionQuery(db, body.trace_id, scope),
         ]),
-      { shardOf: shardOfPartition(c.env, partition) },
+      { shardOf: shardOfPartition(c.env, target) },
     );
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(
