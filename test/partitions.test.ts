@@ -32,13 +32,14 @@ beforeEach(() => {
 });
 
 /** A request through the worker's entry point with some variables replaced (as .dev.vars would). */
-async function fetchWith(overrides: Record<string, string>, path: string, body?: unknown) {
+async function fetchWith(overrides: Record<string, string>, path: string, body?: unknown, method?: string, patchBody?: unknown) {
   const ctx = createExecutionContext();
+  const sent = patchBody ?? body;
   const response = await worker.fetch(
     new Request(`http://trace-store.test${path}`, {
-      method: body === undefined ? "GET" : "POST",
+      method: method ?? (sent === undefined ? "GET" : "POST"),
       headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey },
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: sent === undefined ? undefined : JSON.stringify(sent),
     }),
     { ...env, ...overrides } as Env,
     ctx,
@@ -218,6 +219,12 @@ describe("rolling", () => {
     await ingest(vars, p, [{ ...old, spans: [{ id: nested, type: "llm", name: "again" }] }, fresh]);
     const inSession = trace();
     await ingest(vars, p, [inSession], { session_id: session });
+    // PATCH of a record in the closed partition on the other shard reaches it.
+    const patched = await fetchWith(vars, `/v2/projects/${p.projectId}/traces/${old.id}`, undefined, "PATCH", { log_stream_id: p.logStreamId, trace_id: old.id, output: "patched late" });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.pending).toBe(false);
+    const stored = await shardDb("SHARD_0").prepare("SELECT output FROM records WHERE project_id = ?1 AND id = ?2").bind(p.projectId, old.id).first<{ output: string }>();
+    expect(stored?.output).toBe("patched late");
     for (const id of [session, old.id, streamed, nested, inSession.id]) expect(await seqOf(p, id), id).toEqual({ shard: "SHARD_0", seq: 1 });
     expect(await seqOf(p, fresh.id)).toEqual({ shard: "SHARD_1", seq: 2 });
     const listed = (await usage(p)).partitions;

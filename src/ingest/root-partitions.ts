@@ -73,3 +73,21 @@ export async function groupByRootPartition(env: Env, partitions: readonly Partit
   }
   return groups;
 }
+
+/**
+ * The partition holding a stored record (an update's target), or the open one when no other
+ * shard holds it (it is then on the open partition's shard, or not stored yet: its update is held
+ * there, where a new record goes). One parallel lookup, only when the project spans shards.
+ */
+export async function partitionOfRecord(env: Env, partitions: readonly PartitionRoute[], open: PartitionRoute, id: string): Promise<PartitionRoute> {
+  const elsewhere = [...new Set(partitions.filter((p) => p.shard !== open.shard).map((p) => p.shard))];
+  if (elsewhere.length === 0) return open;
+  const ids = JSON.stringify([id]);
+  const hits = await Promise.all(
+    elsewhere.map(async (shard) => {
+      const row = await shardDatabase(env, shard).prepare(FIND).bind(open.projectId, ids).first<{ seq: number }>();
+      return row ? partitions.find((p) => p.seq === row.seq && p.shard === shard) : undefined;
+    }),
+  );
+  return hits.find((p) => p !== undefined) ?? open;
+}

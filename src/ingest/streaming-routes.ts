@@ -30,8 +30,8 @@ import {
 import { onProjectShard } from "../shards/project-shard";
 import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
 import { registerPartitionStatement } from "../partitions/shard-partitions";
-import { projectPartitions } from "../partitions/partition-catalog";
-import { groupByRootPartition } from "./root-partitions";
+import { openPartitionOf, projectPartitions } from "../partitions/partition-catalog";
+import { groupByRootPartition, partitionOfRecord } from "./root-partitions";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -129,8 +129,16 @@ async function applyUpdate(
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     redactionFor(c.env.DB, projectId),
   ]);
-  const patch = patchRow(target.id, target.family, body, nowMicros());
+  const now = nowMicros();
+  const patch = patchRow(target.id, target.family, body, now);
   if (redaction) redactPatch(patch, redaction);
+  // The record's partition, wherever it is stored (docs/partitions.md); an update of a record not
+  // stored yet is held on the open partition's shard, where a new record goes.
+  // An update brings no new root: it never rolls the open partition.
+  const partitions = await projectPartitions(c.env, projectId);
+  const open = openPartitionOf(partitions);
+  if (!open) throw new Error(`project ${projectId} has no open partition`);
+  const partition = await partitionOfRecord(c.env, partitions, open, target.id);
   return onProjectShard(c, projectId, "write", async ({ db }) => {
     const membership = shardMembershipStatements(db, run);
     const { statements, appliedAt } = patchStatements(db, patch, { organizationId: principal.organizationId, projectId, runId: run.runId });
@@ -140,7 +148,7 @@ async function applyUpdate(
     const results = await db.batch([...membership, ...statements, session]);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return { run, applied: results[membership.length + appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
-  });
+  }, { shardOf: shardOfPartition(c.env, partition) });
 }
 
 export function registerStreamingIngest(app: Router): void {
