@@ -15,6 +15,7 @@ import { runStatements } from "../src/admin/provisioning";
 import { clearProjectRoutes } from "../src/shards/project-routing";
 import { forgetShardSizes } from "../src/shards/shard-sizes";
 import { type Tenant, createTenant } from "./support/tenants";
+import { exportRequest, jsonBody, otlpSpan, randomHex } from "./support/otlp-requests";
 
 const uuid = () => crypto.randomUUID();
 const ROLLING = { PARTITION_ROLLING: "on" };
@@ -233,6 +234,42 @@ describe("rolling", () => {
       ["SHARD_1", 1, 1],
     ]);
     expect((await usage(p)).records).toBe(6);
+  });
+
+  it("OTLP: a late span goes to its trace's partition on another shard, a new trace to the open one", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    const otlp = async (spans: ReturnType<typeof otlpSpan>[]) => {
+      const ctx = createExecutionContext();
+      const response = await worker.fetch(
+        new Request("http://trace-store.test/otel/v1/traces", {
+          method: "POST",
+          headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
+          body: jsonBody(exportRequest(spans)),
+        }),
+        env as unknown as Env,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      expect(response.status, await response.clone().text()).toBe(200);
+    };
+    const [traceA, rootA] = [randomHex(16), randomHex(8)];
+    const now = Date.now();
+    await otlp([otlpSpan({ trace: traceA, span: rootA, name: "root-a", startMs: now })]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    const rolled = await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    expect(rolled?.shard).toBe("SHARD_1");
+    clearPartitionCache();
+    await otlp([otlpSpan({ trace: traceA, span: randomHex(8), parent: rootA, name: "late-a", startMs: now + 5 }), otlpSpan({ trace: randomHex(16), span: randomHex(8), name: "root-b", startMs: now + 10 })]);
+    const where = async (name: string) => {
+      for (const shard of ["SHARD_0", "SHARD_1"]) {
+        const row = await shardDb(shard).prepare("SELECT coalesce(partition_seq, 1) AS seq FROM records WHERE project_id = ?1 AND name = ?2").bind(p.projectId, name).first<{ seq: number }>();
+        if (row) return { shard, seq: row.seq };
+      }
+      return undefined;
+    };
+    expect(await where("root-a")).toEqual({ shard: "SHARD_0", seq: 1 });
+    expect(await where("late-a")).toEqual({ shard: "SHARD_0", seq: 1 });
+    expect(await where("root-b")).toEqual({ shard: "SHARD_1", seq: 2 });
   });
 
   it("rolls to another shard when the open partition's shard passes its high-water mark", async () => {

@@ -91,3 +91,25 @@ export async function partitionOfRecord(env: Env, partitions: readonly Partition
   );
   return hits.find((p) => p !== undefined) ?? open;
 }
+
+/**
+ * The partition of each of these roots stored on a shard other than the open partition's (one
+ * parallel lookup; none when the project is on one shard). Roots found nowhere else are absent:
+ * they go to the open partition, whose shard's upsert finds them if stored there.
+ */
+export async function partitionsOfRoots(env: Env, partitions: readonly PartitionRoute[], open: PartitionRoute, roots: readonly string[]): Promise<Map<string, PartitionRoute>> {
+  const found = new Map<string, PartitionRoute>();
+  const elsewhere = [...new Set(partitions.filter((p) => p.shard !== open.shard).map((p) => p.shard))];
+  if (elsewhere.length === 0 || roots.length === 0) return found;
+  const ids = JSON.stringify([...new Set(roots)]);
+  await Promise.all(
+    elsewhere.map(async (shard) => {
+      const rows = await shardDatabase(env, shard).prepare(FIND).bind(open.projectId, ids).all<{ id: string; seq: number }>();
+      for (const row of rows.results) {
+        const partition = partitions.find((p) => p.seq === row.seq && p.shard === shard);
+        if (partition) found.set(row.id, partition);
+      }
+    }),
+  );
+  return found;
+}
