@@ -22,7 +22,6 @@ const SHARD_TABLES = [
   "shard_projects",
   "shard_jobs",
   "shard_project_changes",
-  "shard_partitions",
   "records_text_backfill",
   "rollup_backfill",
   "annotation_templates",
