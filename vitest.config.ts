@@ -99,6 +99,7 @@ export default defineConfig(async () => {
                   // wrangler.toml's upkeep consumer; max_batch_timeout 1 s as the others here.
                   "trace-store-upkeep": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 10 },
                   "trace-store-alerts": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
+                  "trace-store-alert-evaluations": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
                 },
               },
             }),

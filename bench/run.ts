@@ -15,7 +15,7 @@
  *   npm run bench -- export            streamed export (jsonl_flat) against the sqlite3 shell: rate, workerd's
  *                                      peak memory, D1 queries and CPU per 1,000 records (issue 22), 100k and 1M
  *   npm run bench -- redaction         ingest with every redaction detector on against off (target 0.85×), and masking CPU on 1 MB adversarial texts (issue 33)
- *   npm run bench -- alerts            --size due alert rules (default 1,000) of 100 projects evaluated by one cron run:
+ *   npm run bench -- alerts            --size due alert rules (default 1,000) of 100 projects evaluated by one cron run and its evaluation batches:
  *                                      metrics reads per rule, workerd CPU per rule against a cron run with none due,
  *                                      and the time from the cron's call to each alert.firing's delivery (issue 35)
  *   npm run bench -- ui                the trace explorer's first render of a 100-row table after the API's answer

@@ -35,6 +35,12 @@ export interface AlertDeliveryMessage {
   deliveryId: string;
 }
 
+/** A message of the alert evaluation queue (src/alerts/evaluation-fanout.ts): evaluate these rules if still due in `minute`. */
+export interface AlertEvaluationMessage {
+  minute: number;
+  ruleIds: string[];
+}
+
 declare global {
   namespace Cloudflare {
     interface Env {
@@ -64,6 +70,8 @@ declare global {
       UPKEEP_QUEUE: Queue<UpkeepMessage>;
       /** Deliveries of alert notifications and channel tests (src/alerts, docs/alerts.md). */
       ALERT_QUEUE: Queue<AlertDeliveryMessage>;
+      /** One minute's due alert rules in batches, evaluated by its consumer (src/alerts/evaluation-fanout.ts). */
+      ALERT_EVALUATION_QUEUE: Queue<AlertEvaluationMessage>;
       /** "local": channels may use http and local addresses (wrangler dev: npm start, tests); else https to public hosts only. */
       ALERT_DESTINATIONS?: string;
       /** Retry delays of a failed delivery in seconds, comma-separated, the last repeated (default "5,30,120,600,3600"); tests shorten them. */

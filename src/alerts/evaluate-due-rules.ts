@@ -5,7 +5,8 @@
  * caught up by the next one, over the window ending at that run's minute). Rules that watch the
  * same run, filters and window share one read of metrics/search's figures (all keys come in one
  * answer), so 1,000 due rules cost at most 1,000 reads and usually fewer, and their writes are
- * one D1 batch per read.
+ * one D1 batch per read. The cron does not evaluate: it finds the due rules and hands them to the
+ * evaluation queue in batches (evaluation-fanout.ts), whose consumer calls evaluateRuleBatch.
  *
  * Never two notifications for one evaluation, whatever the cron's redelivery or overlap: the
  * state, the rule's next due minute, the history row and the deliveries are written in one D1
@@ -18,6 +19,7 @@
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { ApiError, RequestValidationError } from "../http/errors";
+import { scanPolicy } from "../limits/limit-settings";
 import { newWebhookId, queueDeliveries } from "./delivery-outbox";
 import { windowFigures } from "./metrics-adapter";
 import { notificationPayload } from "./notification-payload";
@@ -47,47 +49,106 @@ export interface EvaluationReport {
   changed: number;
   notifications: number;
   failed: number;
+  /** Rules not evaluated for lack of budget (still due: the caller hands them on). */
+  left: string[];
 }
 
+/** Options of one evaluation: the D1 round trips it may spend (the Worker invocation's share). */
+export interface EvaluationBudget {
+  /** D1 round trips counted for the invocation so far (src/http/d1-round-trips.ts's counter). */
+  trips: { count: number };
+  /** The most it may reach; groups that would pass it are left (`EvaluationReport.left`). */
+  maxTrips: number;
+}
+
+/**
+ * Round trips one read and its write may cost at most: the metrics read (about 3 today; more once
+ * reads span partitions, so with room), a second read after a refused scan slot, the write batch,
+ * the queueing of its deliveries and a failure's update.
+ */
+export const TRIPS_PER_READ_WORST = 12;
+
+/** Every rule due in this minute, in this invocation (tests; the cron fans out: evaluation-fanout.ts). */
 export async function evaluateDueRules(env: Env, scheduledTimeMs: number): Promise<EvaluationReport> {
   const minute = Math.floor(scheduledTimeMs / 60_000);
-  const rows = await env.DB.prepare(DUE_RULES_SQL)
-    .bind(minute, MAX_RULES_PER_RUN)
-    .all<DueRule>();
-  const report: EvaluationReport = { minute, due: rows.results.length, reads: 0, changed: 0, notifications: 0, failed: 0 };
+  const rows = await env.DB.prepare(DUE_RULES_SQL).bind(minute, MAX_RULES_PER_RUN).all<DueRule>();
+  return evaluateRules(env, minute, rows.results);
+}
+
+/** The rules of a batch that are still due in `minute` (a redelivered batch finds them evaluated). */
+export const RULES_OF_BATCH_SQL = `SELECT ${RULE_COLUMNS}, p.name AS project_name, ru.name AS run_name
+  FROM alert_rules AS r JOIN projects AS p ON p.id = r.project_id JOIN runs AS ru ON ru.id = r.run_id
+ WHERE r.id IN (SELECT value FROM json_each(?1)) AND r.enabled = 1 AND r.next_due_minute <= ?2`;
+
+/** One batch of the minute's fan-out: its rules that are still due, evaluated with the same transitions. */
+export async function evaluateRuleBatch(env: Env, minute: number, ruleIds: readonly string[], budget?: EvaluationBudget): Promise<EvaluationReport> {
+  const rows = await env.DB.prepare(RULES_OF_BATCH_SQL).bind(JSON.stringify(ruleIds), minute).all<DueRule>();
+  return evaluateRules(env, minute, rows.results, budget);
+}
+
+/** The key of the read a rule needs: rules with the same one share it. */
+export function readKeyOf(rule: Pick<RuleRow, "organization_id" | "project_id" | "run_id" | "filters" | "window_minutes">): string {
+  return JSON.stringify([rule.organization_id, rule.project_id, rule.run_id, rule.filters, rule.window_minutes]);
+}
+
+/** How long a read refused a scan slot waits for one (the Retry-After) before the rule shows the 429. */
+const SCAN_SLOT_WAIT_MS = 20_000;
+
+async function evaluateRules(env: Env, minute: number, rules: DueRule[], budget?: EvaluationBudget): Promise<EvaluationReport> {
+  const started = Date.now();
+  const report: EvaluationReport = { minute, due: rules.length, reads: 0, changed: 0, notifications: 0, failed: 0, left: [] };
   const groups = new Map<string, DueRule[]>();
-  for (const rule of rows.results) {
-    const key = JSON.stringify([rule.organization_id, rule.project_id, rule.run_id, rule.filters, rule.window_minutes]);
+  for (const rule of rules) {
+    const key = readKeyOf(rule);
     const group = groups.get(key);
     if (group) group.push(rule);
     else groups.set(key, [rule]);
   }
-  // One read at a time per organization (its scan admission allows 2 at once by default, and its
-  // users' own searches share it); organizations side by side, READS_IN_FLIGHT at most.
-  const byOrganization = new Map<string, DueRule[][]>();
+  // An organization's reads go through its scan admission as its dashboards' do: as many at once
+  // as it has scan slots (ORG_CONCURRENT_SCANS), in lanes; organizations side by side,
+  // READS_IN_FLIGHT at most (Workers allow 6 connections at once).
+  const perOrganization = Math.max(1, Math.min(READS_IN_FLIGHT, scanPolicy(env).maxConcurrent));
+  const lanesByOrganization = new Map<string, DueRule[][][]>();
   for (const group of groups.values()) {
-    const list = byOrganization.get(group[0]!.organization_id);
-    if (list) list.push(group);
-    else byOrganization.set(group[0]!.organization_id, [group]);
+    const organization = group[0]!.organization_id;
+    let lanes = lanesByOrganization.get(organization);
+    if (!lanes) lanesByOrganization.set(organization, (lanes = []));
+    const count = lanes.reduce((sum, lane) => sum + lane.length, 0);
+    if (lanes.length < perOrganization) lanes.push([group]);
+    else lanes[count % perOrganization]!.push(group);
   }
-  const organizations = [...byOrganization.values()];
+  const lanes = [...lanesByOrganization.values()].flat();
+  const readWithSlotWait = async (first: DueRule) => {
+    const window = {
+      organizationId: first.organization_id,
+      projectId: first.project_id,
+      runId: first.run_id,
+      filters: JSON.parse(first.filters) as unknown[],
+      startMicros: (minute - first.window_minutes) * MINUTE_MICROS,
+      endMicros: minute * MINUTE_MICROS,
+      windowMinutes: first.window_minutes,
+    };
+    for (;;) {
+      try {
+        return await windowFigures(env, window);
+      } catch (error) {
+        // The organization's scan slots are busy: wait as the 429 says while the minute allows,
+        // rather than leave the rule a minute late (docs/alerts.md, "Scan admission").
+        const wait = error instanceof ApiError && error.status === 429 ? Number(error.headers["Retry-After"] ?? 1) * 1000 : Number.NaN;
+        if (!(wait > 0) || Date.now() + wait - started > SCAN_SLOT_WAIT_MS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  };
   const evaluateGroup = async (group: DueRule[]) => {
     const first = group[0]!;
     let figures: Record<string, number | null>;
     try {
       report.reads += 1;
-      figures = await windowFigures(env, {
-        organizationId: first.organization_id,
-        projectId: first.project_id,
-        runId: first.run_id,
-        filters: JSON.parse(first.filters) as unknown[],
-        startMicros: (minute - first.window_minutes) * MINUTE_MICROS,
-        endMicros: minute * MINUTE_MICROS,
-        windowMinutes: first.window_minutes,
-      });
+      figures = await readWithSlotWait(first);
     } catch (error) {
       report.failed += group.length;
-      await Promise.all(group.map((rule) => recordFailure(env, rule, minute, error)));
+      await recordFailures(env, group, minute, error);
       return;
     }
     // Every rule of the group in one batch: each rule's statements follow its own transition, so
@@ -120,12 +181,23 @@ export async function evaluateDueRules(env: Env, scheduledTimeMs: number): Promi
       });
     }
   };
+  // Reads in flight count against the budget before they start: a read begun is paid in full.
+  let committed = 0;
   const worker = async () => {
-    for (let organization = organizations.shift(); organization; organization = organizations.shift()) {
-      for (const group of organization) await evaluateGroup(group);
+    for (let lane = lanes.shift(); lane; lane = lanes.shift()) {
+      for (let group = lane.shift(); group; group = lane.shift()) {
+        if (budget && budget.trips.count + (committed + 1) * TRIPS_PER_READ_WORST > budget.maxTrips) {
+          report.left.push(...group.map((r) => r.id), ...lane.flat().map((r) => r.id));
+          lane.length = 0;
+          break;
+        }
+        committed += 1;
+        await evaluateGroup(group);
+        committed -= 1;
+      }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, organizations.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(READS_IN_FLIGHT, lanes.length) }, worker));
   return report;
 }
 
@@ -136,13 +208,16 @@ function failureText(error: unknown): string {
   return "the metrics could not be read (internal error); retrying next minute";
 }
 
-/** The evaluation failed: the state stands, the reason shows on the rule, and it is due again next minute. */
-async function recordFailure(env: Env, rule: DueRule, minute: number, error: unknown): Promise<void> {
+/** The evaluation failed: the states stand, the reason shows on the rules, and they are due again next minute (one statement). */
+async function recordFailures(env: Env, rules: DueRule[], minute: number, error: unknown): Promise<void> {
   if (!(error instanceof ApiError) && !(error instanceof RequestValidationError)) {
-    console.error(`alerts: rule ${rule.id} could not be evaluated: ${error instanceof Error ? error.name : "error"}`);
+    console.error(`alerts: ${rules.length} rule(s) could not be evaluated: ${error instanceof Error ? error.name : "error"}`);
   }
-  await env.DB.prepare("UPDATE alert_rules SET last_error = ?3, next_due_minute = ?4 WHERE id = ?1 AND next_due_minute = ?2 AND enabled = 1")
-    .bind(rule.id, rule.next_due_minute, failureText(error).slice(0, 1000), minute + 1)
+  await env.DB.prepare(
+    `UPDATE alert_rules SET last_error = ?2, next_due_minute = ?3
+      WHERE enabled = 1 AND EXISTS (SELECT 1 FROM json_each(?1) AS d WHERE d.value ->> 0 = alert_rules.id AND d.value ->> 1 = alert_rules.next_due_minute)`,
+  )
+    .bind(JSON.stringify(rules.map((r) => [r.id, r.next_due_minute])), failureText(error).slice(0, 1000), minute + 1)
     .run();
 }
 
