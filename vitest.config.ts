@@ -24,7 +24,9 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * - Figures (docs/benchmarks.md, "The test suite"): 783 s on a quiet 2-core machine before issue
  *   36 (1,080 tests, node files one at a time, then workers files two at a time). The clean-clone
  *   run of 2026-11-29 00:17 (commit 7f803a9, 1,256 tests in 110 files, load 6 to 10 from other
- *   work beside it): 1,957 s, `npm ci` 86 s and `npm test` 1,871 s. The target is not met.
+ *   work beside it): 1,957 s, `npm ci` 86 s and `npm test` 1,871 s. After this round's cuts
+ *   (clean clone of f617298 at 02:15, 1,293 tests in 117 files, load 5 to 9): 1,663 s, `npm ci`
+ *   76 s and `npm test` 1,587 s. The target is not met.
  * - What bounds the suite is CPU, in processes the node files start: node files 1,709 s of the
  *   two lanes' 2,304 s. admin-cli alone 557 s (about 45 commands, each `npm run admin` (1.5 CPU s)
  *   and one `wrangler d1 execute --local` (4 CPU s, half of it loading wrangler's 12.7 MB bundle)),
