@@ -2,15 +2,14 @@ import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { database } from "../src/db/client";
 import { organizations } from "../src/db/schema";
-import { type D1MeterReading, meteredEnv, meterReading } from "../src/http/d1-meter";
+import { type D1MeterReading, meterDifference, meteredEnv, meterReading } from "../src/http/d1-meter";
 import { countingD1 } from "../src/http/d1-round-trips";
 
 /** What `body` added to the meter. */
 async function metered(body: (db: D1Database) => Promise<unknown>): Promise<D1MeterReading> {
   const before = meterReading();
   await body(meteredEnv({ DB: env.DB }).DB);
-  const after = meterReading();
-  return Object.fromEntries(Object.entries(after).map(([key, value]) => [key, value - before[key as keyof D1MeterReading]])) as unknown as D1MeterReading;
+  return meterDifference(before, meterReading());
 }
 
 describe("the bill's meter", () => {

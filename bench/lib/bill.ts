@@ -9,19 +9,11 @@
  * Cloudflare does not bill as Worker CPU, so it is an upper bound of the billed CPU.
  */
 import { sleep } from "./wrangler-dev";
+import { type D1MeterReading, meterDifference } from "../../src/http/d1-meter";
 import { cpuSeconds, workerdPidsOf } from "./process-usage";
 
-/** The service's `GET /__meter` answer. */
-export interface MeterReading {
-  roundTrips: number;
-  rowsRead: number;
-  rowsWritten: number;
-  unmetered: number;
-  requests: number;
-  queueBatches: number;
-  queueMessages: number;
-  scheduledRuns: number;
-}
+/** The service's `GET /__meter` answer: the service's own type, so the two cannot drift. */
+export type MeterReading = D1MeterReading;
 
 /** A meter reading and the worker's CPU seconds at one moment. */
 export interface BillPoint {
@@ -51,8 +43,7 @@ export interface BillDelta extends MeterReading {
 }
 
 export function billDelta(from: BillPoint, to: BillPoint): BillDelta {
-  const meter = Object.fromEntries(Object.entries(to.meter).map(([key, value]) => [key, value - from.meter[key as keyof MeterReading]])) as unknown as MeterReading;
-  return { ...meter, cpuMs: (to.cpuSeconds - from.cpuSeconds) * 1000 };
+  return { ...meterDifference(from.meter, to.meter), cpuMs: (to.cpuSeconds - from.cpuSeconds) * 1000 };
 }
 
 /**

@@ -40,6 +40,13 @@ export function meterReading(): D1MeterReading {
   return { ...reading };
 }
 
+/** What happened between two readings: each count of `to` less that of `from`. */
+export function meterDifference(from: D1MeterReading, to: D1MeterReading): D1MeterReading {
+  const difference = { ...to };
+  for (const key of Object.keys(difference) as (keyof D1MeterReading)[]) difference[key] -= from[key];
+  return difference;
+}
+
 export function countInvocation(kind: "request" | "scheduled" | { queueMessages: number }): void {
   if (kind === "request") reading.requests += 1;
   else if (kind === "scheduled") reading.scheduledRuns += 1;
