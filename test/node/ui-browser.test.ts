@@ -657,6 +657,7 @@ async function metricsSearch(body: MetricsBody): Promise<MetricsAnswer> {
  */
 async function clickBucket(page: Page, chart: string, body: MetricsBody, bucket: Record<string, unknown>): Promise<void> {
   const over = page.locator(`[data-chart="${chart}"] .u-over`);
+  await over.waitFor({ state: "visible" });
   const box = (await over.boundingBox())!;
   const [start, end] = [Date.parse(body.start_time), Date.parse(body.end_time)];
   const middle = (Date.parse(String(bucket.start_bucket_time)) + Date.parse(String(bucket.end_bucket_time))) / 2;
@@ -768,7 +769,11 @@ describe("dashboard", () => {
     const grouped = await metricsSearch(requests.at(-1)!);
     const bucket = grouped.bucketed_metrics.trace_count!.find((b) => b.start_bucket_time === busiest.start_bucket_time)!;
     const name = grouped.group_by_columns.find((g) => Number(bucket[g] ?? 0) > 0)!;
-    await page.locator('[data-chart="trace_count"] canvas').waitFor();
+    // The grouped chart replaces the ungrouped one when its answer arrives: wait for its legend,
+    // not for a canvas (the old chart's canvas may be the one found, then destroyed mid-click).
+    await expect
+      .poll(() => page.locator('[data-chart="trace_count"] .u-legend .u-series:not(:first-child) .u-label').allTextContents())
+      .toEqual(grouped.group_by_columns);
     await clickBucket(page, "trace_count", requests.at(-1)!, bucket);
     await page.getByRole("dialog", { name: "Open a bucket" }).getByRole("button", { name, exact: true }).click();
     await expect.poll(() => new URL(page.url()).pathname).toBe(runPath("traces"));
