@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { requestUpkeep } from "../src/upkeep/upkeep-request";
 import { createRun, postTraces, type Run } from "./deletion-fixtures";
 import { call } from "./support/client";
+import { copyRecordBySql } from "./support/record-copies";
 import { recordsOf } from "./support/record-dbs";
 import { createTenant, type Tenant } from "./support/tenants";
 import { withUpkeepPaused } from "./support/upkeep-paused";
@@ -36,21 +37,7 @@ beforeAll(async () => {
 
 /** Copies of the seed trace spread over HOURS hours, inserted by SQL in batches (their triggers mark the hours). */
 async function writeBacklog(): Promise<void> {
-  const columns = (await db.prepare("SELECT name FROM pragma_table_info('records') WHERE name NOT IN ('rid', 'id', 'trace_id', 'created_at', 'updated_at')").all<{ name: string }>()).results.map((r) => r.name);
-  const id = "lower(printf('%s-%s-4%s-a%s-%s', hex(randomblob(4)), hex(randomblob(2)), substr(hex(randomblob(2)), 2), substr(hex(randomblob(2)), 2), hex(randomblob(6))))";
-  const per = 1_000;
-  for (let from = 0; from < BACKLOG; from += per) {
-    await db
-      .prepare(
-        `WITH RECURSIVE n(i) AS (SELECT ?2 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?3),
-           c AS MATERIALIZED (SELECT ${id} AS nid, n.i FROM n)
-         INSERT INTO records (id, trace_id, created_at, updated_at, ${columns.join(", ")})
-         SELECT c.nid, c.nid, s.created_at + c.i * ?4, s.created_at + c.i * ?4, ${columns.map((col) => `s.${col}`).join(", ")}
-         FROM records AS s, c WHERE s.id = ?5 AND s.project_id = ?1`,
-      )
-      .bind(run.projectId, from + 1, Math.min(from + per, BACKLOG) + 1, Math.floor((HOURS * 3_600_000_000 - 1) / (BACKLOG + 1)), SEED_ID)
-      .run();
-  }
+  await copyRecordBySql(db, { projectId: run.projectId, sourceId: SEED_ID, copies: BACKLOG, spacingMs: Math.floor((HOURS * 3_600_000_000 - 1) / (BACKLOG + 1)) });
 }
 
 const window = { start_time: new Date(T0).toISOString(), end_time: new Date(T0 + HOURS * 3_600_000).toISOString(), interval: 60 };

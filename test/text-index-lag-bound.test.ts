@@ -13,6 +13,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { requestUpkeep } from "../src/upkeep/upkeep-request";
 import { addLogStream, createRun, postTraces, type Run } from "./deletion-fixtures";
 import { call } from "./support/client";
+import { copyRecordBySql } from "./support/record-copies";
 import { recordsOf } from "./support/record-dbs";
 import { createTenant, type Tenant } from "./support/tenants";
 import { catchUpTextIndexesEverywhere } from "./support/text-index";
@@ -52,21 +53,7 @@ beforeAll(async () => {
 
 /** BACKLOG copies of the filler trace in the big run, inserted by SQL in batches (not indexed: above the watermark). */
 async function writeBacklog(): Promise<void> {
-  const columns = (await db.prepare("SELECT name FROM pragma_table_info('records') WHERE name NOT IN ('rid', 'id', 'trace_id', 'created_at', 'updated_at')").all<{ name: string }>()).results.map((r) => r.name);
-  const id = "lower(printf('%s-%s-4%s-a%s-%s', hex(randomblob(4)), hex(randomblob(2)), substr(hex(randomblob(2)), 2), substr(hex(randomblob(2)), 2), hex(randomblob(6))))";
-  const per = 1_000;
-  for (let from = 0; from < BACKLOG; from += per) {
-    await db
-      .prepare(
-        `WITH RECURSIVE n(i) AS (SELECT ?2 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?3),
-           c AS MATERIALIZED (SELECT ${id} AS nid, n.i FROM n)
-         INSERT INTO records (id, trace_id, created_at, updated_at, ${columns.join(", ")})
-         SELECT c.nid, c.nid, s.created_at + c.i * 1000, s.created_at + c.i * 1000, ${columns.map((col) => `s.${col}`).join(", ")}
-         FROM records AS s, c WHERE s.id = ?4 AND s.project_id = ?1`,
-      )
-      .bind(big.projectId, from + 1, Math.min(from + per, BACKLOG) + 1, FILLER_ID)
-      .run();
-  }
+  await copyRecordBySql(db, { projectId: big.projectId, sourceId: FILLER_ID, copies: BACKLOG, spacingMs: 1000 });
 }
 
 const search = (run: Run, family = "traces") =>
