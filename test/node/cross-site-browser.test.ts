@@ -14,6 +14,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoApi } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -22,14 +23,7 @@ let browser: Browser;
 let attacker: Server;
 let attackerOrigin: string;
 
-async function api<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server.origin}${path}`, {
-    method,
-    headers: { "Service-API-Key": server.demo.api_key, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const api = demoApi(() => server);
 
 /** What the attack could change: projects, jobs, and the records it tries to erase. */
 async function snapshot() {

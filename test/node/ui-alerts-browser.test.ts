@@ -12,6 +12,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { demoApi, signInWithPassword } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -23,14 +24,7 @@ let receiver: http.Server;
 let hookUrl: string;
 const received: { headers: Record<string, string>; body: string }[] = [];
 
-async function api<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server.origin}${path}`, {
-    method,
-    headers: { "Service-API-Key": server.demo.api_key, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const api = demoApi(() => server);
 
 beforeAll(async () => {
   receiver = http.createServer((request, response) => {
@@ -50,11 +44,7 @@ beforeAll(async () => {
   page.on("pageerror", (error) => {
     throw error;
   });
-  await page.goto("/");
-  await page.getByLabel("Email").fill(server.demo.email);
-  await page.getByLabel("Password").fill(server.demo.password!);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByTestId("current-user").filter({ hasText: server.demo.email }).waitFor();
+  await signInWithPassword(page, server.demo.email, server.demo.password!);
 }, 480_000);
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { demoApi, signInWithPassword, watchPage } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -32,19 +33,10 @@ interface Template {
 }
 const templates: Record<string, Template> = {};
 
-async function call<T = any>(method: string, path: string, body: unknown, auth: Record<string, string>): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server.origin}${path}`, {
-    method,
-    headers: { ...auth, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
-
 /** As the demo admin (its API key). */
-const api = <T = any>(method: string, path: string, body?: unknown) => call<T>(method, path, body, { "Service-API-Key": server.demo.api_key });
+const api = demoApi(() => server);
 /** As the demo organization's member. */
-const asMember = <T = any>(method: string, path: string, body?: unknown) => call<T>(method, path, body, { Authorization: `Bearer ${memberToken}` });
+const asMember = demoApi(() => server, () => ({ Authorization: `Bearer ${memberToken}` }));
 
 const projectPath = () => `/v2/projects/${server.demo.project_id}`;
 
@@ -62,15 +54,7 @@ async function newPage(): Promise<Page> {
   const context = await browser.newContext({ viewport: VIEWPORT, baseURL: server.origin });
   contexts.push(context);
   const page = await context.newPage();
-  page.on("pageerror", (error) => {
-    throw error;
-  });
-  await page.addInitScript(
-    `document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " on " + location.pathname))`,
-  );
-  page.on("console", (message) => {
-    if (message.type() === "error" && /CSP violation|Content Security Policy/.test(message.text())) cspViolations.push(message.text());
-  });
+  await watchPage(page, cspViolations);
   return page;
 }
 
@@ -78,13 +62,7 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
 }
 
-async function signIn(page: Page): Promise<void> {
-  await page.goto("/");
-  await page.getByLabel("Email").fill(server.demo.email);
-  await page.getByLabel("Password").fill(server.demo.password!);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByTestId("current-user").filter({ hasText: server.demo.email }).waitFor();
-}
+const signIn = (page: Page) => signInWithPassword(page, server.demo.email, server.demo.password!);
 
 function runPath(family: string, query = ""): string {
   return `/projects/${server.demo.project_id}/log_streams/${server.demo.log_stream_id}/${family}${query}`;

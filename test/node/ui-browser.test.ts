@@ -12,6 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { demoApi, signInWithPassword, watchPage } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 import { renderTimingTraces } from "./render-timing-traces";
@@ -25,14 +26,7 @@ const contexts: BrowserContext[] = [];
 /** Content-Security-Policy violations any page reported (each test must end with none). */
 const cspViolations: string[] = [];
 
-async function api<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server.origin}${path}`, {
-    method,
-    headers: { "Service-API-Key": server.demo.api_key, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const api = demoApi(() => server);
 
 /** Ids of the records the API returns for a partial search of the demo run. */
 async function searchIds(family: string, body: Record<string, unknown>): Promise<string[]> {
@@ -49,34 +43,13 @@ async function newPage(colorScheme: "light" | "dark" = "light"): Promise<Page> {
   const context = await browser.newContext({ viewport: VIEWPORT, colorScheme, baseURL: server.origin });
   contexts.push(context);
   const page = await context.newPage();
-  // A page error is a bug, whatever the view shows.
-  page.on("pageerror", (error) => {
-    throw error;
-  });
-  // A blocked script, style, image or request is a bug too: the policy and the page disagree.
-  // Passed as text: this file is type-checked without the DOM's types.
-  await page.addInitScript(
-    `document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " on " + location.pathname))`,
-  );
-  page.on("console", (message) => {
-    const text = message.text();
-    // Scalar's bundle tries eval on /docs and works without it (the policy keeps it blocked).
-    if (text === "CSP violation: script-src blocked eval on /docs") return;
-    if (message.type() === "error" && /CSP violation|Content Security Policy/.test(text)) cspViolations.push(text);
-  });
+  // Scalar's bundle tries eval on /docs and works without it (the policy keeps it blocked).
+  await watchPage(page, cspViolations, ["CSP violation: script-src blocked eval on /docs"]);
   return page;
 }
 
 async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`) });
-}
-
-async function signInWithPassword(page: Page, email: string, password: string): Promise<void> {
-  await page.goto("/");
-  await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByTestId("current-user").filter({ hasText: email }).waitFor();
 }
 
 async function signInWithKey(page: Page, key: string): Promise<void> {

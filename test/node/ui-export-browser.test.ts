@@ -9,6 +9,7 @@
 import { readFileSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { signInWithPassword } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -34,14 +35,6 @@ async function newPage(): Promise<Page> {
     throw error;
   });
   return page;
-}
-
-async function signIn(page: Page, email: string, password: string): Promise<void> {
-  await page.goto("/");
-  await page.getByLabel("Email").fill(email);
-  await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByTestId("current-user").filter({ hasText: email }).waitFor();
 }
 
 const CUSTOMER = (customer: string) => ({ column_id: "user_metadata.customer", operator: "eq", value: customer, type: "text" });
@@ -70,7 +63,7 @@ afterAll(async () => {
 describe("exporting from the records table", () => {
   it("downloads the table's filter and columns as CSV, exactly what the API streams", async () => {
     const page = await newPage();
-    await signIn(page, server.demo.email, server.demo.password!);
+    await signInWithPassword(page, server.demo.email, server.demo.password!);
     const filter = CUSTOMER("globex");
     await page.goto(tracesPath(filter, "name,input,created_at"));
     await expect.poll(() => rowCount(page), { timeout: 15_000 }).toBeGreaterThan(0);
@@ -94,7 +87,7 @@ describe("exporting from the records table", () => {
 
   it("queues a file, follows its progress to a link that needs no credentials, unredacted when asked", async () => {
     const page = await newPage();
-    await signIn(page, server.demo.member_email, server.demo.member_password!);
+    await signInWithPassword(page, server.demo.member_email, server.demo.member_password!);
     await page.goto(tracesPath());
     await expect.poll(() => rowCount(page), { timeout: 15_000 }).toBeGreaterThan(0);
     await page.getByTestId("export-button").click();
@@ -120,7 +113,7 @@ describe("exporting from the records table", () => {
 
   it("lets an admin delete the records matching the filter after the dry run's counts", async () => {
     const page = await newPage();
-    await signIn(page, server.demo.email, server.demo.password!);
+    await signInWithPassword(page, server.demo.email, server.demo.password!);
     const filter = CUSTOMER("umbrella");
     const before = await fetch(`${server.origin}/v2/projects/${server.demo.project_id}/traces/delete?dry_run=true`, {
       method: "POST",

@@ -12,6 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { demoApi, signInWithPassword, watchPage } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -25,14 +26,7 @@ let context: BrowserContext;
 let page: Page;
 const cspViolations: string[] = [];
 
-async function api<T = any>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  const response = await fetch(`${server.origin}${path}`, {
-    method,
-    headers: { "Service-API-Key": server.demo.api_key, ...(body === undefined ? {} : { "content-type": "application/json" }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as T };
-}
+const api = demoApi(() => server);
 
 const policyPath = () => `/v2/projects/${server.demo.project_id}/redaction`;
 const tracePath = (id: string) => `/projects/${server.demo.project_id}/log_streams/${server.demo.log_stream_id}/traces?open=${id}`;
@@ -58,20 +52,8 @@ beforeAll(async () => {
   [server, browser] = await Promise.all([startDemoServer(420_000), launchChromium()]);
   context = await browser.newContext({ viewport: VIEWPORT, baseURL: server.origin });
   page = await context.newPage();
-  page.on("pageerror", (error) => {
-    throw error;
-  });
-  await page.addInitScript(
-    `document.addEventListener("securitypolicyviolation", (e) => console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") + " on " + location.pathname))`,
-  );
-  page.on("console", (message) => {
-    if (message.type() === "error" && /CSP violation|Content Security Policy/.test(message.text())) cspViolations.push(message.text());
-  });
-  await page.goto("/");
-  await page.getByLabel("Email").fill(server.demo.email);
-  await page.getByLabel("Password").fill(server.demo.password!);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.getByTestId("current-user").filter({ hasText: server.demo.email }).waitFor();
+  await watchPage(page, cspViolations);
+  await signInWithPassword(page, server.demo.email, server.demo.password!);
 }, 480_000);
 
 afterEach(() => {
