@@ -91,6 +91,14 @@ describe("redaction in the explorer", () => {
     );
     expect(await page.getByText("The policy is disabled").count()).toBe(1);
 
+    // Each checkbox sits on its label's line, beside its text (not above it).
+    for (const name of ["enabled", "detector-email", "field-input"]) {
+      const box = (await form.locator(`input[name="${name}"]`).boundingBox())!;
+      const label = (await form.locator("label", { has: page.locator(`input[name="${name}"]`) }).boundingBox())!;
+      expect(Math.abs(box.y + box.height / 2 - (label.y + label.height / 2)), name).toBeLessThan(4);
+      expect(label.width, name).toBeGreaterThan(box.width + 10);
+    }
+
     // Enable, drop the phone detector, add a custom pattern; the preview follows each edit.
     await form.locator('input[name="enabled"]').check();
     await form.locator('input[name="detector-phone"]').uncheck();
@@ -111,8 +119,10 @@ describe("redaction in the explorer", () => {
     expect(await custom.getByLabel("Pattern").inputValue()).toBe("(EMP)-\\d{6}\\1");
     expect(await form.locator('input[name="detector-phone"]').isChecked()).toBe(false);
     expect((await api("GET", policyPath())).body.enabled).toBe(false);
-    // A good one, case-insensitive: the preview masks it under the pattern's name.
+    // A good one, case-insensitive: the preview masks it under the pattern's name, and the
+    // refused save's message goes with the edit that answers it.
     await custom.getByLabel("Pattern").fill("EMP-\\d{6}");
+    expect(await form.getByRole("alert").count()).toBe(0);
     await custom.getByLabel("Flags").fill("i");
     await page.getByTestId("redaction-sample").fill("Call +44 20 7946 0958 about emp-123456; mail jane.doe@example.com");
     await expect.poll(() => preview.textContent()).toBe("Call +44 20 7946 0958 about [REDACTED:employee_id]; mail [REDACTED:email]");
@@ -198,6 +208,8 @@ describe("redaction in the explorer", () => {
     const toggle = detail.getByTestId("redacted-toggle").locator("input");
     // The redacted view first: placeholders, no original anywhere in the detail.
     expect(await toggle.isChecked()).toBe(true);
+    const [toggleBox, toggleLabel] = [(await toggle.boundingBox())!, (await detail.getByTestId("redacted-toggle").boundingBox())!];
+    expect(Math.abs(toggleBox.y + toggleBox.height / 2 - (toggleLabel.y + toggleLabel.height / 2))).toBeLessThan(4);
     expect(await placeholders(section(detail, /^Input \(redacted\)$/))).toEqual(["[REDACTED:email]", "[REDACTED:credit_card]"]);
     expect(await placeholders(section(detail, /^Output \(redacted\)$/))).toEqual(["[REDACTED:credit_card]"]);
     expect(await detail.textContent()).not.toContain("jane.doe@example.com");

@@ -55,7 +55,8 @@ export function RedactionPage({ projectId, user }: { projectId: string; user: Cu
   if (error) return <main class="page"><ErrorNotice error={error} /></main>;
   if (!policy) return <main class="page"><p class="muted">Loading…</p></main>;
 
-  const edit = (change: Partial<RedactionPolicy>) => setPolicy({ ...policy, ...change });
+  // An edit answers a refused save: its message goes, as the next save or preview will judge anew.
+  const edit = (change: Partial<RedactionPolicy>) => (setSaveError(null), setPolicy({ ...policy, ...change }));
   const editCustom = (i: number, change: Partial<CustomPattern>) => edit({ custom: policy.custom.map((c, j) => (j === i ? { ...c, ...change } : c)) });
   const dirty = JSON.stringify(policy) !== JSON.stringify(saved);
   const save = async (e: Event) => {
@@ -84,7 +85,7 @@ export function RedactionPage({ projectId, user }: { projectId: string; user: Cu
       </p>
       <form class="card redaction-form" onSubmit={save} data-testid="redaction-form">
         <fieldset disabled={!admin || busy}>
-          <label class="inline">
+          <label class="inline-check">
             <input type="checkbox" name="enabled" checked={policy.enabled} onChange={(e) => edit({ enabled: e.currentTarget.checked })} /> Enabled
           </label>
           <label>
@@ -97,7 +98,7 @@ export function RedactionPage({ projectId, user }: { projectId: string; user: Cu
           <fieldset class="choices">
             <legend>Detectors</legend>
             {DETECTORS.map((d) => (
-              <label class="inline" key={d}>
+              <label class="inline-check" key={d}>
                 <input type="checkbox" name={`detector-${d}`} checked={policy.detectors.includes(d)} onChange={(e) => edit({ detectors: toggle(policy.detectors, d, e.currentTarget.checked) })} /> {d}
               </label>
             ))}
@@ -105,7 +106,7 @@ export function RedactionPage({ projectId, user }: { projectId: string; user: Cu
           <fieldset class="choices">
             <legend>Fields</legend>
             {FIELDS.map((f) => (
-              <label class="inline" key={f}>
+              <label class="inline-check" key={f}>
                 <input type="checkbox" name={`field-${f}`} checked={policy.fields.includes(f)} onChange={(e) => edit({ fields: toggle(policy.fields, f, e.currentTarget.checked) })} /> {f}
               </label>
             ))}

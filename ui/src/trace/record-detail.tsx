@@ -65,7 +65,7 @@ export function RecordDetail({ record, units, children }: { record: ApiRecord; u
         ))}
       </dl>
       {hasRedacted ? (
-        <label class="inline redacted-toggle" data-testid="redacted-toggle">
+        <label class="inline-check redacted-toggle" data-testid="redacted-toggle">
           <input type="checkbox" checked={!showOriginal} onChange={(e) => setOriginalOf(e.currentTarget.checked ? null : record.id)} /> Redacted view (personal data masked)
         </label>
       ) : null}
