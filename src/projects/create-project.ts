@@ -14,15 +14,28 @@ import { rememberProjectRow } from "../shards/project-routing";
 import { chooseShard } from "../shards/placement";
 import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
 import { copyRunStatement, registerProjectStatement } from "../shards/shard-membership";
+import { firstPartitionStatement, openPartitionOf, readPartitions } from "../partitions/partition-catalog";
+import { registerPartitionStatement } from "../partitions/shard-partitions";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type RunRow = typeof runs.$inferSelect;
 
 const shardOf = (project: ProjectRow) => project.shard ?? CATALOG_SHARD;
 
+/**
+ * The project's first partition (docs/partitions.md: a project always has one open partition,
+ * empty at first), on its shard, and its registration there. Idempotent: every creator of the
+ * same project (concurrent creates by name) runs it, and the unique (project, seq) keeps one.
+ */
 async function registerOnShard(env: Env, project: ProjectRow): Promise<void> {
   const shard = shardOf(project);
-  await registerProjectStatement(shardDatabase(env, shard), { projectId: project.id, organizationId: project.organizationId }).run();
+  await firstPartitionStatement(env.DB, project.id, shard, project.createdAt).run();
+  const open = openPartitionOf(await readPartitions(env, project.id));
+  const db = shardDatabase(env, open?.shard ?? shard);
+  await db.batch([
+    registerProjectStatement(db, { projectId: project.id, organizationId: project.organizationId }),
+    ...(open ? [registerPartitionStatement(db, open)] : []),
+  ]);
   rememberProjectRow(project);
 }
 
