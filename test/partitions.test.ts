@@ -351,3 +351,74 @@ describe("rolling", () => {
     expect((await usage(p)).partitions.map((x: any) => x.partition_id)).toEqual([open!.id, opened]);
   });
 });
+
+describe("held updates across shards", () => {
+  /** A project whose first partition (on SHARD_0) holds `old` and `session`; the open one is on SHARD_1. */
+  async function rolledToShard1() {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    const session = uuid();
+    const old = trace();
+    await fetchWith({}, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: "s" });
+    await ingest({}, p, [old]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    const rolled = await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    expect(rolled?.shard).toBe("SHARD_1");
+    clearPartitionCache();
+    return { p, session, old };
+  }
+
+  const patch = (p: Project, family: "traces" | "spans", id: string, body: Record<string, unknown>) =>
+    fetchWith({}, `/v2/projects/${p.projectId}/${family}/${id}`, undefined, "PATCH", { log_stream_id: p.logStreamId, ...(family === "traces" ? { trace_id: id } : { span_id: id }), ...body });
+
+  async function stored(p: Project, id: string) {
+    for (const shard of ["SHARD_0", "SHARD_1", "DB"]) {
+      const row = await shardDb(shard).prepare("SELECT output, is_complete FROM records WHERE project_id = ?1 AND id = ?2").bind(p.projectId, id).first<{ output: string; is_complete: number }>();
+      if (row) return { shard, ...row };
+    }
+    return undefined;
+  }
+
+  async function held(id: string): Promise<number> {
+    let n = 0;
+    for (const shard of ["SHARD_0", "SHARD_1", "DB"]) {
+      n += (await shardDb(shard).prepare("SELECT count(*) AS n FROM record_patches WHERE record_id = ?1").bind(id).first<{ n: number }>())!.n;
+    }
+    return n;
+  }
+
+  it("applies an update held before a late span whose trace is in a partition on another shard", async () => {
+    const { p, old } = await rolledToShard1();
+    const span = uuid();
+    const early = await patch(p, "spans", span, { output: "concluded early" });
+    expect(early.status, JSON.stringify(early.body)).toBe(200);
+    expect(early.body.pending).toBe(true);
+    const spans = await fetchWith({}, `/v2/projects/${p.projectId}/spans`, { log_stream_id: p.logStreamId, trace_id: old.id, parent_id: old.id, spans: [{ id: span, type: "workflow", name: "late" }] });
+    expect(spans.status, JSON.stringify(spans.body)).toBe(200);
+    expect(await stored(p, span)).toMatchObject({ shard: "SHARD_0", output: "concluded early" });
+    expect(await held(span)).toBe(0);
+  });
+
+  it("applies an update held before a session's new trace whose session is in a partition on another shard (batch ingest)", async () => {
+    const { p, session } = await rolledToShard1();
+    const t = trace(uuid(), { output: null });
+    const early = await patch(p, "traces", t.id, { output: "final", is_complete: true });
+    expect(early.body.pending).toBe(true);
+    await ingest({}, p, [t], { session_id: session });
+    expect(await stored(p, t.id)).toMatchObject({ shard: "SHARD_0", output: "final", is_complete: 1 });
+    expect(await held(t.id)).toBe(0);
+  });
+
+  it("applies an update held on the open partition's shard before a roll to a record that then lands on the new open shard", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace()]);
+    const t = trace(uuid(), { output: null, created_at: new Date().toISOString() });
+    const early = await patch(p, "traces", t.id, { output: "final", is_complete: true });
+    expect(early.body.pending).toBe(true);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    await ingest({}, p, [t]);
+    expect(await stored(p, t.id)).toMatchObject({ shard: "SHARD_1", output: "final", is_complete: 1 });
+    expect(await held(t.id)).toBe(0);
+  });
+});

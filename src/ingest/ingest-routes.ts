@@ -19,6 +19,7 @@ import { afterPartitionWrite, partitionForNewRoots, shardOfPartition } from "../
 import { partitionRootsStatement, registerPartitionStatement, rootsOf } from "../partitions/shard-partitions";
 import { projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition } from "./root-partitions";
+import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
@@ -74,10 +75,12 @@ export async function ingestInto(
   defaults: Pick<IngestContext, "sessionId" | "isComplete"> = { sessionId: null, isComplete: null },
 ) {
   const principal = c.get("principal");
+  // The partitions are read beside the run (cached): partitionForNewRoots then finds them cached.
   const [run, prices, redaction] = await Promise.all([
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     priceBookFor(c.env.DB, principal.organizationId),
     redactionFor(c.env.DB, projectId),
+    projectPartitions(c.env, projectId),
   ]);
   const now = nowMicros();
   // New roots go to the open partition (docs/partitions.md); records already stored keep theirs.
@@ -89,7 +92,7 @@ export async function ingestInto(
   const scope = { organizationId: principal.organizationId, projectId, runId: run.runId };
   const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
   // Records whose root is stored in a partition on another shard go there (root-partitions.ts).
-  const groups = await groupByRootPartition(c.env, await projectPartitions(c.env, projectId), partition, batch);
+  const { groups, release } = await groupByRootPartition(c.env, await projectPartitions(c.env, projectId), partition, batch);
   const written = await Promise.all(
     groups
       .filter((group, i) => i === 0 || group.batch.records.length > 0)
@@ -104,6 +107,7 @@ export async function ingestInto(
               registerPartitionStatement(db, group.partition),
               ...linkStoredSpansStatements(db, group.batch, scope),
               ...recordWriteStatements(db, group.batch, scope),
+              ...adoptHeldStatements(db, group.adopt),
               ...heldPatchStatements(db, groups.length === 1 ? patchable : patchableIn(group.batch, patchable), run.runId),
               partitionRootsStatement(db, group.partition),
             ]),
@@ -111,6 +115,7 @@ export async function ingestInto(
         ),
       ),
   );
+  await releaseHeld(c.env, release);
   await afterPartitionWrite(c.env, principal.organizationId, partition, rootsOf(written[0]!.at(-1)));
   return { run, batch };
 }

@@ -19,6 +19,7 @@ import type { Env } from "../env";
 import type { PartitionRoute } from "../partitions/partition-catalog";
 import { shardDatabase } from "../shards/shard-config";
 import type { RecordBatch, RecordRow } from "./record-rows";
+import { type HeldRelease, type HeldRow, heldOfRecordsStatement } from "./held-elsewhere";
 
 /** 60 s: the partition cache's 4 s and clock differences between clients and the service. */
 export const NEW_ROOT_MARGIN_MICROS = 60_000_000;
@@ -28,6 +29,14 @@ const FIND = `SELECT id, coalesce(partition_seq, 1) AS seq FROM records WHERE pr
 export interface WriteGroup {
   partition: PartitionRoute;
   batch: RecordBatch;
+  /** Updates of this group's records held on other shards, carried into its write (held-elsewhere.ts). */
+  adopt: HeldRow[];
+}
+
+/** A split write: its groups, and the held updates to delete where they were once the groups are written. */
+export interface WritePlan {
+  groups: WriteGroup[];
+  release: HeldRelease[];
 }
 
 export const rootOf = (record: Pick<RecordRow, "id" | "session_id" | "trace_id">): string => record.session_id ?? record.trace_id ?? record.id;
@@ -39,10 +48,17 @@ function subset(batch: RecordBatch, keep: (index: number) => boolean): RecordBat
   return { ...batch, records: indexes.map((i) => batch.records[i]!), encoded: indexes.map((i) => batch.encoded[i]!) };
 }
 
-/** The batch split by the partition of each record's root; the open partition's group first (possibly empty). */
-export async function groupByRootPartition(env: Env, partitions: readonly PartitionRoute[], open: PartitionRoute, batch: RecordBatch): Promise<WriteGroup[]> {
+const whole = (open: PartitionRoute, batch: RecordBatch): WritePlan => ({ groups: [{ partition: open, batch, adopt: [] }], release: [] });
+
+/**
+ * The batch split by the partition of each record's root; the open partition's group first
+ * (possibly empty). When roots are looked up on other shards, the held updates of the batch's
+ * traces and spans are read on every shard of the project in the same round trip, and those held
+ * on a shard other than their record's destination are carried there (held-elsewhere.ts).
+ */
+export async function groupByRootPartition(env: Env, partitions: readonly PartitionRoute[], open: PartitionRoute, batch: RecordBatch): Promise<WritePlan> {
   const elsewhere = [...new Set(partitions.filter((p) => p.shard !== open.shard).map((p) => p.shard))];
-  if (elsewhere.length === 0) return [{ partition: open, batch }];
+  if (elsewhere.length === 0) return whole(open, batch);
   const inRequest = new Map(batch.records.map((r) => [r.id, r]));
   const ask = new Set<string>();
   for (const record of batch.records) {
@@ -51,27 +67,51 @@ export async function groupByRootPartition(env: Env, partitions: readonly Partit
     if (stated && rootOf(stated) === root && stated.created_at >= open.openedAt + NEW_ROOT_MARGIN_MICROS) continue;
     ask.add(root);
   }
-  if (ask.size === 0) return [{ partition: open, batch }];
+  if (ask.size === 0) return whole(open, batch);
   const found = new Map<string, PartitionRoute>();
   const ids = JSON.stringify([...ask]);
-  await Promise.all(
-    elsewhere.map(async (shard) => {
-      const rows = await shardDatabase(env, shard).prepare(FIND).bind(open.projectId, ids).all<{ id: string; seq: number }>();
-      for (const row of rows.results) {
+  const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
+  const runId = batch.records[0]?.run_id;
+  const heldOn = new Map<string, HeldRow[]>();
+  const readHeld = (shard: string, result: D1Result<HeldRow> | undefined) => {
+    if (result && result.results.length > 0) heldOn.set(shard, result.results);
+  };
+  await Promise.all([
+    ...elsewhere.map(async (shard) => {
+      const db = shardDatabase(env, shard);
+      const [rows, held] = await db.batch<any>([db.prepare(FIND).bind(open.projectId, ids), ...(runId && patchable.length > 0 ? [heldOfRecordsStatement(db, patchable, runId)] : [])]);
+      for (const row of (rows!.results as { id: string; seq: number }[])) {
         const partition = partitions.find((p) => p.seq === row.seq && p.shard === shard);
         if (partition) found.set(row.id, partition);
       }
+      readHeld(shard, held as D1Result<HeldRow> | undefined);
     }),
-  );
-  if (found.size === 0) return [{ partition: open, batch }];
+    ...(runId && patchable.length > 0
+      ? [
+          (async () => {
+            const db = shardDatabase(env, open.shard);
+            readHeld(open.shard, await heldOfRecordsStatement(db, patchable, runId).all<HeldRow>());
+          })(),
+        ]
+      : []),
+  ]);
   const target = batch.records.map((r) => found.get(rootOf(r)) ?? open);
-  const groups: WriteGroup[] = [{ partition: open, batch: subset(batch, (i) => target[i] === open) }];
+  const groups: WriteGroup[] = [{ partition: open, batch: subset(batch, (i) => target[i] === open), adopt: [] }];
   // One write per shard: partitions on the same shard share it (the upsert gives each record its root's).
   for (const shard of new Set(target.filter((p) => p !== open).map((p) => p.shard))) {
     const partition = target.find((p) => p !== open && p.shard === shard)!;
-    groups.push({ partition, batch: subset(batch, (i) => target[i] !== open && target[i]!.shard === shard) });
+    groups.push({ partition, batch: subset(batch, (i) => target[i] !== open && target[i]!.shard === shard), adopt: [] });
   }
-  return groups;
+  // Held updates on a shard other than their record's destination travel with the record.
+  const destination = new Map(batch.records.map((r, i) => [r.id, target[i]!.shard]));
+  const release: HeldRelease[] = [];
+  for (const [shard, rows] of heldOn) {
+    const away = rows.filter((row) => destination.has(row.record_id) && destination.get(row.record_id) !== shard);
+    if (away.length === 0) continue;
+    release.push({ shard, rows: away });
+    for (const row of away) groups.find((g) => g.partition.shard === destination.get(row.record_id))!.adopt.push(row);
+  }
+  return { groups, release };
 }
 
 /**

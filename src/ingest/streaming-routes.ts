@@ -32,6 +32,7 @@ import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-
 import { registerPartitionStatement } from "../partitions/shard-partitions";
 import { openPartitionOf, projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition, partitionOfRecord } from "./root-partitions";
+import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -125,9 +126,11 @@ async function applyUpdate(
   body: z.infer<typeof UpdateTraceRequest> | z.infer<typeof UpdateSpanRequest>,
 ): Promise<UpdateOutcome> {
   const principal = c.get("principal");
-  const [run, redaction] = await Promise.all([
+  // The partitions are read beside the run (cached; one catalog read at most), not after it.
+  const [run, redaction, partitions] = await Promise.all([
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     redactionFor(c.env.DB, projectId),
+    projectPartitions(c.env, projectId),
   ]);
   const now = nowMicros();
   const patch = patchRow(target.id, target.family, body, now);
@@ -135,7 +138,6 @@ async function applyUpdate(
   // The record's partition, wherever it is stored (docs/partitions.md); an update of a record not
   // stored yet is held on the open partition's shard, where a new record goes.
   // An update brings no new root: it never rolls the open partition.
-  const partitions = await projectPartitions(c.env, projectId);
   const open = openPartitionOf(partitions);
   if (!open) throw new Error(`project ${projectId} has no open partition`);
   const partition = await partitionOfRecord(c.env, partitions, open, target.id);
@@ -157,10 +159,12 @@ export function registerStreamingIngest(app: Router): void {
     const body = c.req.valid("json");
     const selector = runSelectorOf(body);
     const principal = c.get("principal");
+    // The partitions are read beside the run (cached): partitionForNewRoots then finds them cached.
     const [run, prices, redaction] = await Promise.all([
       ownedRunWithProject(database(c.env.DB), principal, project_id, selector),
       priceBookFor(c.env.DB, principal.organizationId),
       redactionFor(c.env.DB, project_id),
+      projectPartitions(c.env, project_id),
     ]);
     const now = nowMicros();
     // Spans follow their trace's partition when it is stored (write-records.ts); else the open one.
@@ -178,8 +182,9 @@ export function registerStreamingIngest(app: Router): void {
       redaction,
     });
     // Every span of the request has one root (its trace's): its partition, wherever it is stored.
-    const groups = await groupByRootPartition(c.env, await projectPartitions(c.env, project_id), partition, batch);
-    const target = groups.find((g) => g.batch.records.length > 0)?.partition ?? partition;
+    const { groups, release } = await groupByRootPartition(c.env, await projectPartitions(c.env, project_id), partition, batch);
+    const group = groups.find((g) => g.batch.records.length > 0) ?? groups[0]!;
+    const target = group.partition;
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };
     const results = await onProjectShard(
@@ -192,11 +197,13 @@ export function registerStreamingIngest(app: Router): void {
           registerPartitionStatement(db, target),
           ...recordWriteStatements(db, batch, scope),
           ...linkToStoredTraceStatements(db, spanIds, scope),
+          ...adoptHeldStatements(db, group.adopt),
           ...heldPatchStatements(db, spanIds, run.runId),
           traceSessionQuery(db, body.trace_id, scope),
         ]),
       { shardOf: shardOfPartition(c.env, target) },
     );
+    await releaseHeld(c.env, release);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(
       {

@@ -7,7 +7,7 @@
  * Callers prove the project is the caller's first (projectRoute, a run lookup): this module
  * reads by project id only.
  */
-import { nowMicros } from "../db/client";
+import { type SQL, sql } from "drizzle-orm";
 import type { Env } from "../env";
 import { CATALOG_SHARD } from "../shards/shard-config";
 
@@ -29,7 +29,7 @@ export const PARTITIONS_TTL_MS = 4_000;
 const MAX_ENTRIES = 10_000;
 const cache = new Map<string, { partitions: PartitionRoute[]; expiresAt: number }>();
 
-interface PartitionRow {
+export interface PartitionRow {
   id: string;
   project_id: string;
   seq: number;
@@ -61,11 +61,30 @@ const fromRow = (row: PartitionRow): PartitionRoute => ({
   closedAt: row.closed_at,
 });
 
-/** The statement that gives a new project its first, open partition (in the batch that creates it). */
-export function firstPartitionStatement(catalog: D1Database, projectId: string, shard: string, openedAt: number = nowMicros()): D1PreparedStatement {
-  return catalog
-    .prepare(`INSERT OR IGNORE INTO project_partitions (id, project_id, seq, shard, state, opened_at, closed_at) VALUES (?1, ?2, 1, ?3, 'open', ?4, NULL)`)
-    .bind(crypto.randomUUID(), projectId, shard, openedAt);
+/**
+ * For the catalog batch that creates a project by name: the first partition of the project that
+ * won the name (this creator's or a concurrent one's), to insert if it has none (the select of
+ * an INSERT ... SELECT, in `project_partitions`' column order), and the condition that finds that
+ * project's partitions. So creating a project costs no round trip more than before partitions.
+ */
+export function firstPartitionByName(organizationId: string, name: string): { ensure: SQL; project: SQL } {
+  const project = sql`(SELECT id FROM projects WHERE organization_id = ${organizationId} AND name = ${name})`;
+  return {
+    ensure: sql`SELECT ${crypto.randomUUID()}, id, 1, coalesce(shard, ${CATALOG_SHARD}), 'open', created_at, NULL FROM projects
+      WHERE organization_id = ${organizationId} AND name = ${name}
+        AND NOT EXISTS (SELECT 1 FROM project_partitions WHERE project_id = ${project})`,
+    project,
+  };
+}
+
+/** Caches partition rows read by a caller's own batch (firstPartitionByNameStatements); returns them. */
+export function rememberPartitionRows(projectId: string, rows: readonly PartitionRow[]): PartitionRoute[] {
+  const partitions = rows.map(fromRow);
+  if (partitions.length > 0) {
+    if (cache.size >= MAX_ENTRIES) cache.clear();
+    cache.set(projectId, { partitions, expiresAt: Date.now() + PARTITIONS_TTL_MS });
+  }
+  return partitions;
 }
 
 /** Reads the project's partitions from the catalog (no cache), giving it its first one if it has none. */
@@ -75,12 +94,7 @@ export async function readPartitions(env: Env, projectId: string): Promise<Parti
     const [, listed] = await env.DB.batch<PartitionRow>([env.DB.prepare(ENSURE_FIRST).bind(projectId, crypto.randomUUID()), env.DB.prepare(LIST).bind(projectId)]);
     rows = listed?.results ?? [];
   }
-  const partitions = rows.map(fromRow);
-  if (partitions.length > 0) {
-    if (cache.size >= MAX_ENTRIES) cache.clear();
-    cache.set(projectId, { partitions, expiresAt: Date.now() + PARTITIONS_TTL_MS });
-  }
-  return partitions;
+  return rememberPartitionRows(projectId, rows);
 }
 
 /** The project's partitions, oldest first (cached for PARTITIONS_TTL_MS). Empty: no such project. */
