@@ -33,6 +33,7 @@ import {
 import { readPassword } from "./lib/read-password";
 import { exportShardCommand, importShardCommand } from "./lib/backup-commands";
 import { moveProjectCommand, moveStatusCommand } from "./lib/move-commands";
+import { rollPartitionCommand } from "./lib/partition-commands";
 import { shardsReport } from "./lib/shard-report";
 import { type D1Target, WranglerError } from "./lib/wrangler";
 
@@ -57,6 +58,8 @@ Commands:
                   moves the project's records to another shard while the service runs
                   (docs/sharding.md, "Moving a project"); again on a paused move: resumes it
   move-status     --project PROJECT_ID | --move MOVE_ID   a move's phase and progress
+  roll-partition  --project PROJECT_ID    closes the project's open partition and opens a new one
+                  on the shard with the most room (docs/partitions.md)
   export-shard    --shard BINDING --output FILE   the shard's tables as SQL, without the text index
   import-shard    --shard BINDING --file FILE     into an empty migrated shard; rebuilds the text
                   index (docs/sharding.md, "Backups")
@@ -70,6 +73,7 @@ Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key
 (the key is shown once, only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
 {"organization_id", "default_retention_days"} (default-retention),
 {"move_id", "phase", "status", "progress", ...} (move-project, move-status),
+{"project_id", "closed", "opened", "shard"} (roll-partition),
 {"shard", "file", "tables"} (export-shard), {"shard", "file", "records", ...} (import-shard).
 
 move-project --url: the local worker to start the move at once (default http://127.0.0.1:8787,
@@ -210,6 +214,8 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       if (values.move !== undefined) return moveStatusCommand({ moveId: uuidOption(values, "move") }, target);
       return moveStatusCommand({ projectId: uuidOption(values, "project") }, target);
     }
+    case "roll-partition":
+      return rollPartitionCommand(uuidOption(values, "project"), target);
     case "export-shard":
       return exportShardCommand(bindingOption(values, "shard"), required(values, "output"), target);
     case "import-shard":

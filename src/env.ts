@@ -61,6 +61,15 @@ declare global {
       SHARD_HIGH_WATER_BYTES?: string;
       /** Ingest into a project whose shard is at or above this size (bytes) is a 507. Default 9.5 GB. */
       SHARD_HARD_LIMIT_BYTES?: string;
+      /** A project's open partition closes once it holds this many roots (docs/partitions.md). Default 250,000. */
+      PARTITION_MAX_ROOTS?: string;
+      /** A project's open partition closes once it is this many days old. Default 7. */
+      PARTITION_MAX_DAYS?: string;
+      /**
+       * "on": partitions roll by themselves (roots, age, the shard's high-water mark); default
+       * "off" until every read path spans partitions (docs/partitions.md, "Status").
+       */
+      PARTITION_ROLLING?: string;
       DELETION_QUEUE: Queue<DeletionMessage>;
       /** Moves of projects between shards (docs/sharding.md, "Moving a project"). */
       MOVE_QUEUE: Queue<MoveMessage>;

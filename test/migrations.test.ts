@@ -43,7 +43,10 @@ describe("0005: record ids per project, side rows by rid", () => {
 
     const after = (await db.prepare("SELECT * FROM records ORDER BY id").all<Record<string, unknown>>()).results;
     // Later migrations add columns (0009 family_key, 0012 derived_metrics: nothing derived yet).
-    expect(after.map(({ rid: _rid, family_key: _familyKey, derived_metrics: derived, ...rest }) => (expect(derived).toBe(0), rest))).toEqual(before);
+    // 0025 (shard 0016) partition_seq: null, the project's first partition (no row rewritten).
+    expect(
+      after.map(({ rid: _rid, family_key: _familyKey, derived_metrics: derived, partition_seq: partition, ...rest }) => (expect(derived).toBe(0), expect(partition).toBeNull(), rest)),
+    ).toEqual(before);
     // 0009: each record carries the key of its run's family.
     const families = (
       await db.prepare("SELECT r.id, f.run_id, f.record_type FROM records AS r JOIN run_families AS f ON f.key = r.family_key ORDER BY r.id").all()
@@ -126,6 +129,9 @@ describe("0005: record ids per project, side rows by rid", () => {
       "records_metric_cells_trace_insert",
       "records_metric_cells_trace_update",
       "records_ownership_guard",
+      "records_partition_roots_delete",
+      "records_partition_roots_insert",
+      "records_partition_roots_session",
       "records_project_on_shard_insert",
       "records_project_on_shard_update",
       "records_rollup_session_insert",
@@ -151,5 +157,35 @@ describe("0005: record ids per project, side rows by rid", () => {
     const { RECORD_LIMITS } = await import("../src/ingest/record-limits");
     const trigger = await env.DB.prepare("SELECT sql FROM sqlite_master WHERE name = 'run_columns_metric_name_limit'").first<{ sql: string }>();
     expect(trigger!.sql).toContain(`> ${RECORD_LIMITS.maxMetricNamesPerRun}`);
+  });
+});
+
+describe("0025: time partitions", () => {
+  // After the 0005 test (the test database is shared by the file and then fully migrated): the
+  // migration's own backfill statement, run on projects that have no partition yet.
+  it("gives every existing project one open partition where its records are, from its creation", async () => {
+    const db = env.MIGRATION_TEST_DB;
+    await applyD1Migrations(db, env.TEST_MIGRATIONS);
+    const [, , migrated] = await db.batch<{ n: number }>([
+      db.prepare("INSERT INTO organizations (id, name, created_at) VALUES ('org-p', 'o', 0)"),
+      db.prepare("INSERT INTO projects (id, organization_id, name, type, created_at, updated_at, shard) VALUES ('p-old', 'org-p', 'a', 'gen_ai', 111, 111, NULL), ('p-sharded', 'org-p', 'b', 'gen_ai', 222, 222, 'SHARD_1')"),
+      // project-1 of the 0005 test got its partition when 0025 ran; start the backfill afresh.
+      db.prepare("SELECT count(*) AS n FROM project_partitions WHERE project_id = 'project-1' AND seq = 1 AND state = 'open'"),
+      db.prepare("DELETE FROM project_partitions"),
+    ]);
+    expect(migrated!.results[0]!.n).toBe(1);
+    const backfill = env.TEST_MIGRATIONS[migration("0025")]!.queries.find((q) => q.includes("INSERT INTO `project_partitions`") && q.includes("FROM `projects`"));
+    expect(backfill).toBeDefined();
+    await db.prepare(backfill!).run();
+    const partitions = (
+      await db.prepare("SELECT project_id, seq, shard, state, opened_at, closed_at, id FROM project_partitions WHERE project_id IN ('p-old', 'p-sharded') ORDER BY project_id").all<Record<string, unknown>>()
+    ).results;
+    expect(partitions.map(({ id: _id, ...rest }) => rest)).toEqual([
+      { project_id: "p-old", seq: 1, shard: "DB", state: "open", opened_at: 111, closed_at: null },
+      { project_id: "p-sharded", seq: 1, shard: "SHARD_1", state: "open", opened_at: 222, closed_at: null },
+    ]);
+    for (const p of partitions) expect(String(p.id)).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    // One open partition per project, enforced by the catalog itself.
+    await expect(db.prepare("INSERT INTO project_partitions (id, project_id, seq, shard, state, opened_at) VALUES ('x', 'p-old', 2, 'DB', 'open', 1)").run()).rejects.toThrow(/UNIQUE/);
   });
 });

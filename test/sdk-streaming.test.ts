@@ -433,6 +433,7 @@ describe("query plans", () => {
       sessionId: null,
       isComplete: null,
       nowMicros: Date.now() * 1000,
+      partitionSeq: 1,
       prices: () => null,
     });
     recordWriteStatements(db, rows, scope);

@@ -22,6 +22,7 @@ const SHARD_TABLES = [
   "shard_projects",
   "shard_jobs",
   "shard_project_changes",
+  "shard_partitions",
   "records_text_backfill",
   "rollup_backfill",
   "annotation_templates",

@@ -190,6 +190,8 @@ describe("routing", () => {
     // Hand the project to the other shard by hand (what a move's switch does), leaving the
     // worker's cached route pointing at the old one.
     await env.DB.prepare("UPDATE projects SET shard = ? WHERE id = ?").bind(other, moving.projectId).run();
+    // The switch moves the project's partitions on the source with it (docs/partitions.md).
+    await env.DB.prepare("UPDATE project_partitions SET shard = ? WHERE project_id = ?").bind(other, moving.projectId).run();
     await (env as unknown as Record<string, D1Database>)[home]!.prepare("UPDATE shard_projects SET state = 'gone' WHERE project_id = ?").bind(moving.projectId).run();
     await otherDb.prepare("INSERT INTO shard_projects (project_id, organization_id, state, updated_at) VALUES (?, ?, 'active', 0)").bind(moving.projectId, tenant.organizationId).run();
     const written = await call(`/v2/projects/${moving.projectId}/traces`, { as: tenant, body: { log_stream_id: moving.logStreamId, traces: [{ name: "after the switch" }] } });

@@ -47,12 +47,13 @@ export function ingestStatements(batch: RecordBatch, scope: RunScope): SqlStatem
   return recordWriteStatements(capture as unknown as D1Database, batch, scope) as unknown as SqlStatement[];
 }
 
-export function ingestContext(scope: RunScope, sessionId: string | null = null): IngestContext {
+export function ingestContext(scope: RunScope, sessionId: string | null = null, partitionSeq = 1): IngestContext {
   // Every generated record carries its own created_at; the clock is the dataset's own (its
   // window's end), so that the refusal of dates more than 24 h ahead (record-rows.ts) sees the
   // records as the past they are. Costs come from the built-in prices, as for an organization
   // without overrides.
-  return { ...scope, sessionId, isComplete: null, nowMicros: WINDOW_END_MICROS, prices: defaultPriceOf };
+  // The dataset goes into the project's first partition unless told otherwise (docs/partitions.md).
+  return { ...scope, sessionId, isComplete: null, nowMicros: WINDOW_END_MICROS, partitionSeq, prices: defaultPriceOf };
 }
 
 /**

@@ -128,6 +128,34 @@ export const projects = sqliteTable(
 );
 
 /**
+ * A project's time partitions (catalog only; docs/partitions.md, contract section 13): each on one
+ * data shard, numbered `seq` 1, 2, ... in the order they opened; exactly one `open` (new roots go
+ * there), the others `closed`. Written when a project is created, when a partition rolls and when
+ * one moves: never per record (root counts live on the shards: `shard_partitions`).
+ */
+export const PARTITION_STATES = ["open", "closed"] as const;
+
+export const projectPartitions = sqliteTable(
+  "project_partitions",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id),
+    seq: integer("seq").notNull(),
+    shard: text("shard").notNull(),
+    state: text("state", { enum: PARTITION_STATES }).notNull(),
+    openedAt: integer("opened_at").notNull(),
+    closedAt: integer("closed_at"),
+  },
+  (t) => [
+    uniqueIndex("project_partitions_project_seq").on(t.projectId, t.seq),
+    // At most one open partition per project: two isolates rolling at once cannot both open one.
+    uniqueIndex("project_partitions_open").on(t.projectId).where(sql`state = 'open'`),
+  ],
+);
+
+/**
  * What the catalog knows of each data shard's size (bytes, as D1 reports it after a query),
  * refreshed from the answers of writes and by the scheduled maintenance: placement and the full
  * shard check read it (src/shards/shard-sizes.ts).
@@ -244,6 +272,12 @@ export const records = sqliteTable(
      * never replaces the client's (docs/analytics.md).
      */
     derivedMetrics: integer("derived_metrics").notNull().default(0),
+    /**
+     * The project's partition that holds the record (`project_partitions.seq`, docs/partitions.md):
+     * set by the record's first write (its root's partition), never changed. Null: the project's
+     * first partition (records written before partitions existed keep null: no rewrite).
+     */
+    partitionSeq: integer("partition_seq"),
   },
   (t) => [
     // Upserts by the client's id, and lookups by id, always within one project.
@@ -503,6 +537,23 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
  * `gone` (neither, while its copy is deleted); the target is `importing` until it is `active`.
  * A worker whose routing cache is stale finds out from here, on the shard itself, and re-routes.
  */
+/**
+ * A project's partitions on this database (docs/partitions.md): its root count, kept by the
+ * triggers `records_partition_roots_*` in the same statement as the records (the catalog is never
+ * written per record). Rows are made by the head of every write batch (INSERT OR IGNORE), so a
+ * partition the catalog opened is known here by the first write into it.
+ */
+export const shardPartitions = sqliteTable(
+  "shard_partitions",
+  {
+    projectId: text("project_id").notNull(),
+    seq: integer("seq").notNull(),
+    partitionId: text("partition_id").notNull(),
+    roots: integer("roots").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.seq] })],
+);
+
 export const SHARD_PROJECT_STATES = ["active", "exporting", "frozen", "gone", "importing"] as const;
 export type ShardProjectState = (typeof SHARD_PROJECT_STATES)[number];
 

@@ -15,6 +15,11 @@ import { onProjectShard } from "../shards/project-shard";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 import { z } from "@hono/zod-openapi";
 import { redactionFor } from "../redaction/policy-store";
+import { afterPartitionWrite, partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
+import { partitionRootsStatement, registerPartitionStatement, rootsOf } from "../partitions/shard-partitions";
+import { projectPartitions } from "../partitions/partition-catalog";
+import { groupByRootPartition } from "./root-partitions";
+import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
@@ -70,26 +75,55 @@ export async function ingestInto(
   defaults: Pick<IngestContext, "sessionId" | "isComplete"> = { sessionId: null, isComplete: null },
 ) {
   const principal = c.get("principal");
+  // The partitions are read beside the run (cached): partitionForNewRoots then finds them cached.
   const [run, prices, redaction] = await Promise.all([
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     priceBookFor(c.env.DB, principal.organizationId),
     redactionFor(c.env.DB, projectId),
+    projectPartitions(c.env, projectId),
   ]);
-  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: nowMicros(), prices, redaction, ...defaults });
+  const now = nowMicros();
+  // New roots go to the open partition (docs/partitions.md); records already stored keep theirs.
+  const partition = await partitionForNewRoots(c.env, principal.organizationId, projectId, now);
+  const batch = build({ organizationId: principal.organizationId, projectId, runId: run.runId, nowMicros: now, partitionSeq: partition.seq, prices, redaction, ...defaults });
   // Streaming clients may have sent spans of these traces, or updates of these records, before
   // the records themselves: link the spans first (streaming-links.ts), apply the held updates
   // last (streaming-patches.ts). Both are no-ops for a batch nobody streamed ahead of.
   const scope = { organizationId: principal.organizationId, projectId, runId: run.runId };
   const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
-  await onProjectShard(c, projectId, "write", ({ db }) =>
-    runWriteBatch(db, [
-      ...shardMembershipStatements(db, run),
-      ...linkStoredSpansStatements(db, batch, scope),
-      ...recordWriteStatements(db, batch, scope),
-      ...heldPatchStatements(db, patchable, run.runId),
-    ]),
+  // Records whose root is stored in a partition on another shard go there (root-partitions.ts).
+  const { groups, release } = await groupByRootPartition(c.env, await projectPartitions(c.env, projectId), partition, batch);
+  const written = await Promise.all(
+    groups
+      .filter((group, i) => i === 0 || group.batch.records.length > 0)
+      .map((group) =>
+        onProjectShard(
+          c,
+          projectId,
+          "write",
+          ({ db }) =>
+            runWriteBatch(db, [
+              ...shardMembershipStatements(db, run),
+              registerPartitionStatement(db, group.partition),
+              ...linkStoredSpansStatements(db, group.batch, scope),
+              ...recordWriteStatements(db, group.batch, scope),
+              ...adoptHeldStatements(db, group.adopt),
+              ...heldPatchStatements(db, groups.length === 1 ? patchable : patchableIn(group.batch, patchable), run.runId),
+              partitionRootsStatement(db, group.partition),
+            ]),
+          { shardOf: shardOfPartition(c.env, group.partition) },
+        ),
+      ),
   );
+  await releaseHeld(c.env, release);
+  await afterPartitionWrite(c.env, principal.organizationId, partition, rootsOf(written[0]!.at(-1)));
   return { run, batch };
+}
+
+/** The patchable ids among a group's records. */
+function patchableIn(batch: RecordBatch, patchable: readonly string[]): string[] {
+  const here = new Set(batch.records.map((r) => r.id));
+  return patchable.filter((id) => here.has(id));
 }
 
 function selectorEcho(selector: RunSelector) {

@@ -64,6 +64,8 @@ export interface RecordRow {
   previous_session_id: string | null;
   /** Bits of `metrics` the service derived (derived-metrics.ts): here, an llm span's computed cost. */
   derived_metrics: number;
+  /** The project's partition the record's first write puts it in (docs/partitions.md); a later write never changes it. */
+  partition_seq: number | null;
 }
 
 /** Every column of `records` that ingestion writes, in one fixed order. */
@@ -74,7 +76,7 @@ export const RECORD_COLUMNS = [
   "is_complete", "step_number", "error_message", "progress_message", "user_metadata", "tags", "metrics",
   "metric_info", "feedback_rating_info", "model", "temperature", "finish_reason", "tools", "events",
   "tool_call_id", "agent_type", "control_id", "agent_name", "check_stage", "applies_to", "evaluator_name",
-  "selector_path", "previous_session_id", "derived_metrics",
+  "selector_path", "previous_session_id", "derived_metrics", "partition_seq",
 ] as const satisfies readonly (keyof RecordRow)[];
 
 export interface RecordBatch {
@@ -105,6 +107,11 @@ export interface IngestContext {
   /** The request's `is_complete`, for records that say nothing. */
   isComplete: boolean | null;
   nowMicros: number;
+  /**
+   * The partition this batch writes into (`records.partition_seq`, docs/partitions.md): the open
+   * one for new roots, the root's for its children. A record already stored keeps its own.
+   */
+  partitionSeq: number;
   /** Prices of the writing organization: an llm span without a cost gets one (contract, section 9). */
   prices: PriceBook;
   /** The project's redaction policy (src/redaction), applied to each row before it is encoded; null: off. */
@@ -297,6 +304,7 @@ class BatchBuilder {
       selector_path: null,
       previous_session_id: null,
       derived_metrics: 0,
+      partition_seq: this.ctx.partitionSeq,
     };
   }
 

@@ -28,6 +28,11 @@ import {
   UpdateTraceResponse,
 } from "./streaming-schemas";
 import { onProjectShard } from "../shards/project-shard";
+import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
+import { registerPartitionStatement } from "../partitions/shard-partitions";
+import { openPartitionOf, projectPartitions } from "../partitions/partition-catalog";
+import { groupByRootPartition, partitionOfRecord } from "./root-partitions";
+import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -121,12 +126,21 @@ async function applyUpdate(
   body: z.infer<typeof UpdateTraceRequest> | z.infer<typeof UpdateSpanRequest>,
 ): Promise<UpdateOutcome> {
   const principal = c.get("principal");
-  const [run, redaction] = await Promise.all([
+  // The partitions are read beside the run (cached; one catalog read at most), not after it.
+  const [run, redaction, partitions] = await Promise.all([
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     redactionFor(c.env.DB, projectId),
+    projectPartitions(c.env, projectId),
   ]);
-  const patch = patchRow(target.id, target.family, body, nowMicros());
+  const now = nowMicros();
+  const patch = patchRow(target.id, target.family, body, now);
   if (redaction) redactPatch(patch, redaction);
+  // The record's partition, wherever it is stored (docs/partitions.md); an update of a record not
+  // stored yet is held on the open partition's shard, where a new record goes.
+  // An update brings no new root: it never rolls the open partition.
+  const open = openPartitionOf(partitions);
+  if (!open) throw new Error(`project ${projectId} has no open partition`);
+  const partition = await partitionOfRecord(c.env, partitions, open, target.id);
   return onProjectShard(c, projectId, "write", async ({ db }) => {
     const membership = shardMembershipStatements(db, run);
     const { statements, appliedAt } = patchStatements(db, patch, { organizationId: principal.organizationId, projectId, runId: run.runId });
@@ -136,7 +150,7 @@ async function applyUpdate(
     const results = await db.batch([...membership, ...statements, session]);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return { run, applied: results[membership.length + appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
-  });
+  }, { shardOf: shardOfPartition(c.env, partition) });
 }
 
 export function registerStreamingIngest(app: Router): void {
@@ -145,11 +159,16 @@ export function registerStreamingIngest(app: Router): void {
     const body = c.req.valid("json");
     const selector = runSelectorOf(body);
     const principal = c.get("principal");
+    // The partitions are read beside the run (cached): partitionForNewRoots then finds them cached.
     const [run, prices, redaction] = await Promise.all([
       ownedRunWithProject(database(c.env.DB), principal, project_id, selector),
       priceBookFor(c.env.DB, principal.organizationId),
       redactionFor(c.env.DB, project_id),
+      projectPartitions(c.env, project_id),
     ]);
+    const now = nowMicros();
+    // Spans follow their trace's partition when it is stored (write-records.ts); else the open one.
+    const partition = await partitionForNewRoots(c.env, principal.organizationId, project_id, now);
     // Until the trace is known, its spans are not complete (and have no session).
     const batch = spanRows(body.spans, { traceId: body.trace_id, parentId: body.parent_id }, {
       organizationId: principal.organizationId,
@@ -157,21 +176,34 @@ export function registerStreamingIngest(app: Router): void {
       runId: run.runId,
       sessionId: null,
       isComplete: false,
-      nowMicros: nowMicros(),
+      nowMicros: now,
+      partitionSeq: partition.seq,
       prices,
       redaction,
     });
+    // Every span of the request has one root (its trace's): its partition, wherever it is stored.
+    const { groups, release } = await groupByRootPartition(c.env, await projectPartitions(c.env, project_id), partition, batch);
+    const group = groups.find((g) => g.batch.records.length > 0) ?? groups[0]!;
+    const target = group.partition;
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };
-    const results = await onProjectShard(c, project_id, "write", ({ db }) =>
-      runWriteBatch(db, [
-        ...shardMembershipStatements(db, run),
-        ...recordWriteStatements(db, batch, scope),
-        ...linkToStoredTraceStatements(db, spanIds, scope),
-        ...heldPatchStatements(db, spanIds, run.runId),
-        traceSessionQuery(db, body.trace_id, scope),
-      ]),
+    const results = await onProjectShard(
+      c,
+      project_id,
+      "write",
+      ({ db }) =>
+        runWriteBatch(db, [
+          ...shardMembershipStatements(db, run),
+          registerPartitionStatement(db, target),
+          ...recordWriteStatements(db, batch, scope),
+          ...linkToStoredTraceStatements(db, spanIds, scope),
+          ...adoptHeldStatements(db, group.adopt),
+          ...heldPatchStatements(db, spanIds, run.runId),
+          traceSessionQuery(db, body.trace_id, scope),
+        ]),
+      { shardOf: shardOfPartition(c.env, target) },
     );
+    await releaseHeld(c.env, release);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(
       {

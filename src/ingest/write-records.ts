@@ -81,6 +81,8 @@ const MERGE: Partial<Record<(typeof RECORD_COLUMNS)[number], string>> = {
   // When a record started is fixed by its first write: a client that leaves it out gets the
   // server's clock, which a later copy must not move.
   created_at: "records.created_at",
+  // So is its partition: its root's, chosen by the first write (docs/partitions.md).
+  partition_seq: "records.partition_seq",
   name: mergeValue("name", "''"),
   // "default" is what an agent span without a type gets: it never replaces a type a client gave.
   agent_type: mergeValue("agent_type", "'default'"),
@@ -105,10 +107,22 @@ const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id");
 // copy. Measured in workerd on the 1,100 records of one benchmark request: 61 ms -> 19 ms.
 // `+child.run_id`: the run check must not lure the planner onto a run index (a scan of the run
 // per row); the parent index finds the few children, the run is checked on them.
+/**
+ * A new record's partition (docs/partitions.md): its root's when the root is stored here (a
+ * session's traces and a trace's spans follow it whatever their time; null is the first
+ * partition), else the batch's (the open partition, for new roots). A stored record keeps its own
+ * (MERGE). A root written in the same statement is not seen, and needs not be: it is new, so it
+ * takes the batch's partition too.
+ */
+const PARTITION_OF_NEW = `coalesce(
+  (SELECT coalesce(root.partition_seq, 1) FROM records AS root
+   WHERE root.project_id = ${column("project_id")} AND root.id = coalesce(${column("session_id")}, ${column("trace_id")}, ${column("id")})),
+  ${column("partition_seq")})`;
+
 const UPSERT_RECORDS = `
 WITH incoming AS MATERIALIZED (SELECT value AS record FROM json_each(?1))
 INSERT INTO records (${RECORD_COLUMNS.join(", ")}, has_children, family_key)
-SELECT ${RECORD_COLUMNS.map(column).join(", ")},
+SELECT ${RECORD_COLUMNS.map((c) => (c === "partition_seq" ? PARTITION_OF_NEW : column(c))).join(", ")},
        EXISTS (SELECT 1 FROM records AS child WHERE child.parent_id = ${column("id")} AND +child.run_id = ${column("run_id")}),
        (SELECT f.key FROM run_families AS f WHERE f.run_id = ${column("run_id")} AND f.record_type = ${column("record_type")})
 FROM incoming

@@ -18,6 +18,7 @@
  */
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
+import { forgetPartitions } from "../partitions/partition-catalog";
 import { forgetProjectRoute } from "../shards/project-routing";
 import { CATALOG_SHARD, allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { copyAnalyticsKey, copyIds, copyPatchesPage, copyRunColumnsPage, copyRunsPage, copyTemplates, copyTombstonesPage, nextRecordIds } from "./copy-chunks";
@@ -208,12 +209,18 @@ async function switchOver(env: Env, move: MoveRow): Promise<StepResult> {
   await setState(target, scope.projectId, "active", ["importing", "active"]).run();
   const now = nowMicros();
   // One catalog batch: the placement and the move's phase change together or not at all.
-  const [, saved] = await env.DB.batch<MoveRow>([
+  const [, , saved] = await env.DB.batch<MoveRow>([
     env.DB.prepare(
       `UPDATE projects SET shard = ?2 WHERE id = ?1 AND coalesce(shard, '${CATALOG_SHARD}') = ?3
          AND NOT EXISTS (SELECT 1 FROM org_jobs AS j CROSS JOIN org_job_shards AS p ON p.job_id = j.id
                          WHERE j.organization_id = ?4 AND j.status IN ('queued', 'running') AND p.shard = ?3 AND p.status IN ('queued', 'running'))`,
     ).bind(scope.projectId, move.target, move.source, scope.organizationId),
+    // The project's partitions on the source move with it (docs/partitions.md), in the same
+    // transaction and on the same condition (the project's shard changed just above).
+    env.DB.prepare(
+      `UPDATE project_partitions SET shard = ?2 WHERE project_id = ?1 AND shard = ?3
+         AND EXISTS (SELECT 1 FROM projects WHERE id = ?1 AND coalesce(shard, '${CATALOG_SHARD}') = ?2)`,
+    ).bind(scope.projectId, move.target, move.source),
     env.DB.prepare(
       `UPDATE project_moves SET phase = 'cleanup', step = 'settle', cursor = '', switched_at = ?2, updated_at = ?2
        WHERE id = ?1 AND phase = 'frozen' AND step = 'switch'
@@ -228,6 +235,7 @@ async function switchOver(env: Env, move: MoveRow): Promise<StepResult> {
     return { wait: 2, reason: "a deletion job of the organization is still running on the source" };
   }
   forgetProjectRoute(scope.projectId);
+  forgetPartitions(scope.projectId);
   return { saved: switched };
 }
 

@@ -19,6 +19,10 @@ import { describeForLog, unavailability } from "../http/database-errors";
 import { ApiError, RequestValidationError } from "../http/errors";
 import { organizationRate } from "../limits/organization-rate";
 import { onProjectShard } from "../shards/project-shard";
+import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
+import { type PartitionRoute, projectPartitions } from "../partitions/partition-catalog";
+import { partitionsOfRoots } from "../ingest/root-partitions";
+import type { TracePlan } from "./plan-export";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
 import { exportResponse, statusResponse } from "./export-response";
 import { OtlpError, type OtlpStatus } from "./otlp-errors";
@@ -75,7 +79,28 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const now = nowMicros();
   const [run, prices] = await Promise.all([resolveDestination(c.env, principal, target), priceBookFor(c.env.DB, principal.organizationId)]);
   const [plan, redaction] = await Promise.all([planExport(request, run.runId, now), redactionFor(c.env.DB, run.projectId)]);
-  const outcome = await onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, plan.traces, now, prices, redaction));
+  const partition = await partitionForNewRoots(c.env, principal.organizationId, run.projectId, now);
+  // Each trace goes to its root's partition (its session's, else its own), found on another shard
+  // by one parallel lookup when the project spans shards (src/ingest/root-partitions.ts).
+  const partitions = await projectPartitions(c.env, run.projectId);
+  const rootOfPlan = (t: TracePlan) => t.session?.id ?? t.traceId;
+  const found = await partitionsOfRoots(c.env, partitions, partition, plan.traces.map(rootOfPlan));
+  const byShard = new Map<string, { partition: PartitionRoute; traces: TracePlan[] }>();
+  for (const t of plan.traces) {
+    const target = found.get(rootOfPlan(t)) ?? partition;
+    const group = byShard.get(target.shard) ?? { partition: target.shard === partition.shard ? partition : target, traces: [] };
+    group.traces.push(t);
+    byShard.set(target.shard, group);
+  }
+  if (byShard.size === 0) byShard.set(partition.shard, { partition, traces: [] });
+  const outcomes = await Promise.all(
+    [...byShard.values()].map((group) =>
+      onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, group.traces, now, prices, redaction, group.partition), {
+        shardOf: shardOfPartition(c.env, group.partition),
+      }),
+    ),
+  );
+  const outcome = { rejected: outcomes.reduce((n, o) => n + o.rejected, 0), rejections: outcomes.flatMap((o) => o.rejections) };
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
 }

@@ -34,6 +34,8 @@ import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from 
 import type { PriceBook } from "../pricing/price-lookup";
 import type { RunWithProject } from "../projects/run-access";
 import type { TracePlan } from "./plan-export";
+import type { PartitionRoute } from "../partitions/partition-catalog";
+import { registerPartitionStatement } from "../partitions/shard-partitions";
 
 export interface WriteOutcome {
   written: number;
@@ -58,7 +60,7 @@ function rowsOf(trace: TracePlan, ctx: IngestContext): TraceRows {
   };
 }
 
-function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, run: RunWithProject): D1PreparedStatement[] {
+function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, run: RunWithProject, partition: PartitionRoute): D1PreparedStatement[] {
   const scope = { organizationId: ctx.organizationId, projectId: ctx.projectId, runId: ctx.runId };
   const traces = rows.map((r) => r.trace);
   const sessions = new Map(traces.flatMap((t) => (t.session ? [[t.session.id, t.session] as const] : [])));
@@ -79,6 +81,7 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, ru
   const fullStarts = traces.flatMap((t) => (t.full ? [{ id: t.traceId, createdAt: createdMicros(t) ?? ctx.nowMicros }] : []));
   return [
     ...shardMembershipStatements(d1, run),
+    registerPartitionStatement(d1, partition),
     ...earlierTraceStartStatements(d1, fullStarts, scope),
     ...linkStoredSpansStatements(d1, full, scope),
     ...recordWriteStatements(d1, mergeBatches([placeholders, records]), scope),
@@ -113,8 +116,10 @@ export async function writeExport(
   nowMicros: number,
   prices: PriceBook,
   redaction: CompiledPolicy | null,
+  partition: PartitionRoute,
 ): Promise<WriteOutcome> {
   const ctx: IngestContext = {
+    partitionSeq: partition.seq,
     prices,
     redaction,
     organizationId: principal.organizationId,
@@ -141,7 +146,7 @@ export async function writeExport(
   }
   if (rows.length === 0) return outcome;
   try {
-    await runWriteBatch(d1, statementsFor(d1, rows, ctx, run));
+    await runWriteBatch(d1, statementsFor(d1, rows, ctx, run, partition));
     outcome.written = rows.reduce((sum, r) => sum + r.trace.spanCount, 0);
     return outcome;
   } catch (error) {
@@ -155,7 +160,7 @@ export async function writeExport(
   // One trace's data failed the request: write trace by trace to keep the others.
   for (const row of rows) {
     try {
-      await runWriteBatch(d1, statementsFor(d1, [row], ctx, run));
+      await runWriteBatch(d1, statementsFor(d1, [row], ctx, run, partition));
       outcome.written += row.trace.spanCount;
     } catch (error) {
       const fault = traceFault(error);

@@ -7,22 +7,44 @@
  */
 import { and, eq, sql } from "drizzle-orm";
 import { database, nowMicros } from "../db/client";
-import { type RunKind, organizations, projects, runs } from "../db/schema";
+import { type RunKind, organizations, projectPartitions, projects, runs } from "../db/schema";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
 import { rememberProjectRow } from "../shards/project-routing";
 import { chooseShard } from "../shards/placement";
 import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
 import { copyRunStatement, registerProjectStatement } from "../shards/shard-membership";
+import { type PartitionRoute, type PartitionRow, firstPartitionByName, openPartitionOf, rememberPartitionRows } from "../partitions/partition-catalog";
+import { registerPartitionStatement } from "../partitions/shard-partitions";
 
 export type ProjectRow = typeof projects.$inferSelect;
 export type RunRow = typeof runs.$inferSelect;
 
 const shardOf = (project: ProjectRow) => project.shard ?? CATALOG_SHARD;
 
-async function registerOnShard(env: Env, project: ProjectRow): Promise<void> {
-  const shard = shardOf(project);
-  await registerProjectStatement(shardDatabase(env, shard), { projectId: project.id, organizationId: project.organizationId }).run();
+const partitionRowOf = (p: typeof projectPartitions.$inferSelect): PartitionRow => ({
+  id: p.id,
+  project_id: p.projectId,
+  seq: p.seq,
+  shard: p.shard,
+  state: p.state,
+  opened_at: p.openedAt,
+  closed_at: p.closedAt,
+});
+
+/**
+ * The project's registration on its shard, with its open partition's (docs/partitions.md: a
+ * project always has one open partition, empty at first; the catalog batch that created the
+ * project gave it). Idempotent: every creator of the same project (concurrent creates by name)
+ * runs it.
+ */
+async function registerOnShard(env: Env, project: ProjectRow, partitions: readonly PartitionRoute[]): Promise<void> {
+  const open = openPartitionOf(partitions);
+  const db = shardDatabase(env, open?.shard ?? shardOf(project));
+  await db.batch([
+    registerProjectStatement(db, { projectId: project.id, organizationId: project.organizationId }),
+    ...(open ? [registerPartitionStatement(db, open)] : []),
+  ]);
   rememberProjectRow(project);
 }
 
@@ -38,7 +60,8 @@ export async function ensureProject(env: Env, principal: Principal, name: string
   if (existing) return existing;
   const shard = await chooseShard(env);
   const now = nowMicros();
-  const [, rows] = await db.batch([
+  const first = firstPartitionByName(principal.organizationId, name);
+  const [, rows, , partitionRows] = await db.batch([
     db
       .insert(projects)
       .values({
@@ -57,9 +80,11 @@ export async function ensureProject(env: Env, principal: Principal, name: string
       })
       .onConflictDoNothing({ target: [projects.organizationId, projects.name] }),
     byName(),
+    db.insert(projectPartitions).select(first.ensure).onConflictDoNothing(),
+    db.select().from(projectPartitions).where(sql`${projectPartitions.projectId} = ${first.project}`).orderBy(projectPartitions.seq),
   ]);
   const project = rows[0]!;
-  await registerOnShard(env, project);
+  await registerOnShard(env, project, rememberPartitionRows(project.id, partitionRows.map(partitionRowOf)));
   return project;
 }
 

@@ -125,21 +125,36 @@ async function attempt<T>(ctx: RunContext, route: ProjectRoute, mode: ShardAcces
   return result;
 }
 
+export interface ShardChoice {
+  /**
+   * The shard to run on instead of the project's: a partition's (src/partitions). Asked again
+   * with `fresh` true, after the route was forgotten, when the shard refused the project.
+   */
+  shardOf?: (fresh: boolean) => Promise<string>;
+}
+
 /**
- * Runs `work` on the project's shard. If the shard says it does not hold the project (a stale
+ * Runs `work` on the project's shard (or the one `options.shardOf` names). If the shard says it does not hold the project (a stale
  * route after a move), the route is read afresh from the catalog and `work` runs once more on
  * the new shard; if the catalog still names the same shard, the project is between two states of
  * a move: a 503 with Retry-After.
  */
-export async function onProjectShard<T>(c: Context<AppEnv>, projectId: string, mode: ShardAccessMode, work: (shard: ProjectShard) => Promise<T>): Promise<T> {
+export async function onProjectShard<T>(
+  c: Context<AppEnv>,
+  projectId: string,
+  mode: ShardAccessMode,
+  work: (shard: ProjectShard) => Promise<T>,
+  options: ShardChoice = {},
+): Promise<T> {
   const ctx = runContext(c);
-  const route = await projectRoute(ctx.env, ctx.principal, projectId);
+  const on = async (route: ProjectRoute, fresh: boolean): Promise<ProjectRoute> => (options.shardOf ? { ...route, shard: await options.shardOf(fresh) } : route);
+  const route = await on(await projectRoute(ctx.env, ctx.principal, projectId), false);
   try {
     return await attempt(ctx, route, mode, work);
   } catch (error) {
     if (!isProjectNotOnShard(error)) throw error;
     forgetProjectRoute(projectId);
-    const fresh = await projectRoute(ctx.env, ctx.principal, projectId);
+    const fresh = await on(await projectRoute(ctx.env, ctx.principal, projectId), true);
     if (fresh.shard === route.shard) {
       throw new ApiError(503, "This project is being moved to another database; retry in a moment.", { "Retry-After": "1" });
     }

@@ -19,8 +19,9 @@ const SRC = join(ROOT, "src");
 export const LAYERS: readonly (readonly string[])[] = [
   // the worker's bindings and the plumbing every capability uses
   ["env.ts", "db", "http", "limits"],
-  // below the records: shard routing and sizes, identity, provisioning, prices, the text index, the API page
-  ["shards", "auth", "admin", "pricing", "text-index", "docs"],
+  // below the records: shard routing and sizes, a project's partitions across the shards, identity,
+  // provisioning, prices, the text index, the API page
+  ["shards", "partitions", "auth", "admin", "pricing", "text-index", "docs"],
   // the records and what they hang off
   // (redaction masks text inside ingest's write path, and its apply job rewrites ingest's rows)
   ["projects", "columns", "ingest", "retention", "deletion", "redaction"],

@@ -1,0 +1,71 @@
+/// <reference types="node" />
+/**
+ * `npm run admin -- roll-partition` as an operator runs it (docs/partitions.md, contract section
+ * 13), against local D1 databases in a temporary directory: it prints `{project_id, closed,
+ * opened, shard}` and exits 0; a malformed project id is a usage error (2), an unknown project a
+ * message and exit 1, and neither changes anything.
+ */
+import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { REPO_ROOT, executeD1 } from "../../scripts/lib/wrangler";
+import { migratedStateDir } from "./migrated-state";
+
+let persistTo: string;
+
+function admin(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("npm", ["run", "--silent", "admin", "--", ...args, "--persist-to", persistTo], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const catalog = async (sql: string) => (await executeD1(sql, { remote: false, persistTo }))[0]?.results ?? [];
+const PROJECT = "11111111-2222-4333-8444-555555555555";
+
+beforeAll(async () => {
+  persistTo = await migratedStateDir("trace-store-partitions-");
+  await catalog(
+    `INSERT INTO organizations (id, name, created_at) VALUES ('org-roll', 'o', 0);
+     INSERT INTO projects (id, organization_id, name, type, created_at, updated_at, shard) VALUES ('${PROJECT}', 'org-roll', 'p', 'gen_ai', 5, 5, 'SHARD_0');
+     INSERT INTO project_partitions (id, project_id, seq, shard, state, opened_at) VALUES ('aaaaaaaa-0000-4000-8000-000000000001', '${PROJECT}', 1, 'SHARD_0', 'open', 5)`,
+  );
+});
+
+afterAll(() => {
+  rmSync(persistTo, { recursive: true, force: true });
+});
+
+const partitions = () => catalog(`SELECT id, seq, shard, state, closed_at IS NOT NULL AS closed FROM project_partitions WHERE project_id = '${PROJECT}' ORDER BY seq`);
+
+describe("roll-partition", () => {
+  it("refuses a malformed or unknown project, changing nothing", async () => {
+    const malformed = await admin("roll-partition", "--project", "not-a-uuid");
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toMatch(/--project must be a UUID/);
+    const unknown = await admin("roll-partition", "--project", "00000000-0000-4000-8000-000000000000");
+    expect(unknown.code, unknown.stderr).toBe(1);
+    expect(unknown.stdout).toBe("");
+    expect(unknown.stderr).toMatch(/project 00000000-0000-4000-8000-000000000000 not found/);
+    expect(await partitions()).toEqual([{ id: "aaaaaaaa-0000-4000-8000-000000000001", seq: 1, shard: "SHARD_0", state: "open", closed: 0 }]);
+  });
+
+  it("closes the open partition and opens one on a configured shard, printing both", async () => {
+    const run = await admin("roll-partition", "--project", PROJECT);
+    expect(run.code, run.stderr).toBe(0);
+    const printed = JSON.parse(run.stdout.trim());
+    expect(printed).toMatchObject({ project_id: PROJECT, closed: "aaaaaaaa-0000-4000-8000-000000000001" });
+    // PARTITION_ROLLING is off in wrangler.toml: reads do not span shards yet, so the new
+    // partition stays on the open one's shard, where searches see its records.
+    expect(printed.shard).toBe("SHARD_0");
+    expect(await partitions()).toEqual([
+      { id: "aaaaaaaa-0000-4000-8000-000000000001", seq: 1, shard: "SHARD_0", state: "closed", closed: 1 },
+      { id: printed.opened, seq: 2, shard: printed.shard, state: "open", closed: 0 },
+    ]);
+  });
+});

@@ -1,0 +1,424 @@
+/**
+ * Time partitions (contract section 13, docs/partitions.md): the catalog of a project's
+ * partitions, rolling (root count, age, the shard's high-water mark, the operator), placement of a
+ * new partition, the 507 when no shard can take one, routing caches, root counts kept on the
+ * shards, children that follow their root, and usage's `partitions`.
+ */
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
+import type { Env } from "../src/env";
+import worker from "../src/index";
+import { PARTITIONS_TTL_MS, clearPartitionCache, readPartitions } from "../src/partitions/partition-catalog";
+import { rollPartition } from "../src/partitions/roll-partition";
+import { rollStatements } from "../src/partitions/partition-requests";
+import { runStatements } from "../src/admin/provisioning";
+import { clearProjectRoutes } from "../src/shards/project-routing";
+import { forgetShardSizes } from "../src/shards/shard-sizes";
+import { type Tenant, createTenant } from "./support/tenants";
+import { exportRequest, jsonBody, otlpSpan, randomHex } from "./support/otlp-requests";
+
+const uuid = () => crypto.randomUUID();
+const ROLLING = { PARTITION_ROLLING: "on" };
+
+let tenant: Tenant;
+
+beforeAll(async () => {
+  tenant = await createTenant("admin");
+});
+
+beforeEach(() => {
+  clearPartitionCache();
+  clearProjectRoutes();
+  forgetShardSizes();
+});
+
+/** A request through the worker's entry point with some variables replaced (as .dev.vars would). */
+async function fetchWith(overrides: Record<string, string>, path: string, body?: unknown, method?: string, patchBody?: unknown) {
+  const ctx = createExecutionContext();
+  const sent = patchBody ?? body;
+  const response = await worker.fetch(
+    new Request(`http://trace-store.test${path}`, {
+      method: method ?? (sent === undefined ? "GET" : "POST"),
+      headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey },
+      body: sent === undefined ? undefined : JSON.stringify(sent),
+    }),
+    { ...env, ...overrides } as Env,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  return { status: response.status, body: (await response.json().catch(() => null)) as any };
+}
+
+interface Project {
+  projectId: string;
+  logStreamId: string;
+}
+
+/** A project placed with these variables (DATA_SHARDS pins its shard). */
+async function newProject(overrides: Record<string, string> = {}): Promise<Project> {
+  const project = await fetchWith(overrides, "/v2/projects", { name: `partitions-${uuid()}`, type: "gen_ai" });
+  expect(project.status, JSON.stringify(project.body)).toBe(200);
+  const stream = await fetchWith(overrides, `/v2/projects/${project.body.id}/log_streams`, { name: "default" });
+  expect(stream.status, JSON.stringify(stream.body)).toBe(200);
+  return { projectId: project.body.id, logStreamId: stream.body.id };
+}
+
+async function ingest(overrides: Record<string, string>, p: Project, traces: Record<string, unknown>[], extra: Record<string, unknown> = {}) {
+  const answer = await fetchWith(overrides, `/v2/projects/${p.projectId}/traces`, { log_stream_id: p.logStreamId, traces, ...extra });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return answer;
+}
+
+async function usage(p: Project) {
+  const answer = await fetchWith({}, `/v2/projects/${p.projectId}/usage`);
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return answer.body;
+}
+
+const shardDb = (name: string) => (env as unknown as Record<string, D1Database>)[name]!;
+
+/** Each record's partition seq, wherever it is stored (null: the first partition). */
+async function seqOf(p: Project, id: string): Promise<{ shard: string; seq: number } | undefined> {
+  for (const shard of ["SHARD_0", "SHARD_1", "DB"]) {
+    const row = await shardDb(shard).prepare("SELECT coalesce(partition_seq, 1) AS seq FROM records WHERE project_id = ?1 AND id = ?2").bind(p.projectId, id).first<{ seq: number }>();
+    if (row) return { shard, seq: row.seq };
+  }
+  return undefined;
+}
+
+const trace = (id = uuid(), extra: Record<string, unknown> = {}) => ({ id, name: "t", input: "in", output: "out", ...extra });
+
+describe("the catalog of partitions", () => {
+  it("gives a new project one open partition on its shard, empty, listed by usage", async () => {
+    const p = await newProject();
+    const body = await usage(p);
+    const shard = (await env.DB.prepare("SELECT shard FROM projects WHERE id = ?").bind(p.projectId).first<{ shard: string }>())!.shard;
+    expect(body.partitions).toHaveLength(1);
+    expect(body.partitions[0]).toMatchObject({ shard, state: "open", closed_at: null, roots: 0, records: 0, oldest: null, newest: null });
+    expect(body.partitions[0].partition_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Date.parse(body.partitions[0].opened_at)).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it("gives its partition to a project that has none (created by a worker from before partitions)", async () => {
+    const p = await newProject();
+    await env.DB.prepare("DELETE FROM project_partitions WHERE project_id = ?").bind(p.projectId).run();
+    clearPartitionCache();
+    await ingest({}, p, [trace()]);
+    const partitions = await readPartitions(env as unknown as Env, p.projectId);
+    expect(partitions.map((x) => [x.seq, x.state])).toEqual([[1, "open"]]);
+    expect((await usage(p)).partitions[0]).toMatchObject({ roots: 1, records: 1 });
+  });
+
+  it("counts roots on the shard, in the write's own batch: sessions and traces without a session, not spans", async () => {
+    const p = await newProject();
+    const session = uuid();
+    await fetchWith({}, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: "s" });
+    await ingest({}, p, [trace(uuid(), { spans: [{ type: "llm", name: "l" }] }), trace()]);
+    await ingest({}, p, [trace(), trace()], { session_id: session });
+    const [part] = (await usage(p)).partitions;
+    expect(part).toMatchObject({ roots: 3, records: 6 });
+    // A trace that gains a session stops being a root.
+    const loose = uuid();
+    await ingest({}, p, [trace(loose)]);
+    expect((await usage(p)).partitions[0].roots).toBe(4);
+    await ingest({}, p, [trace(loose)], { session_id: session });
+    expect((await usage(p)).partitions[0].roots).toBe(3);
+  });
+});
+
+describe("rolling", () => {
+  it("closes the partition with the write that brings its roots to PARTITION_MAX_ROOTS; that batch stays whole in it", async () => {
+    const vars = { ...ROLLING, PARTITION_MAX_ROOTS: "3" };
+    const p = await newProject(vars);
+    const first = [trace(), trace()];
+    await ingest(vars, p, first);
+    expect((await readPartitions(env as unknown as Env, p.projectId)).length).toBe(1);
+    const crossing = [trace(), trace()];
+    await ingest(vars, p, crossing);
+    const partitions = await readPartitions(env as unknown as Env, p.projectId);
+    expect(partitions.map((x) => [x.seq, x.state])).toEqual([
+      [1, "closed"],
+      [2, "open"],
+    ]);
+    for (const t of [...first, ...crossing]) expect((await seqOf(p, t.id))?.seq).toBe(1);
+    const next = trace();
+    await ingest(vars, p, [next]);
+    expect(await seqOf(p, next.id)).toEqual({ shard: partitions[1]!.shard, seq: 2 });
+    const listed = (await usage(p)).partitions;
+    expect(listed.map((x: any) => [x.state, x.roots, x.records])).toEqual([
+      ["closed", 4, 4],
+      ["open", 1, 1],
+    ]);
+    expect(listed[0].closed_at).not.toBeNull();
+    expect(Date.parse(listed[0].closed_at)).toBeLessThanOrEqual(Date.parse(listed[1].opened_at));
+  });
+
+  it("does not roll while PARTITION_ROLLING is off", async () => {
+    const vars = { PARTITION_MAX_ROOTS: "1" };
+    const p = await newProject(vars);
+    await ingest(vars, p, [trace(), trace()]);
+    await ingest(vars, p, [trace()]);
+    expect((await readPartitions(env as unknown as Env, p.projectId)).length).toBe(1);
+  });
+
+  it("rolls a partition older than PARTITION_MAX_DAYS before the next write of new roots", async () => {
+    const p = await newProject();
+    await ingest({}, p, [trace()]);
+    const vars = { ...ROLLING, PARTITION_MAX_DAYS: String(1 / 86_400) }; // one second
+    await new Promise((r) => setTimeout(r, 1_100));
+    const late = trace();
+    await ingest(vars, p, [late]);
+    const partitions = await readPartitions(env as unknown as Env, p.projectId);
+    expect(partitions.map((x) => x.state)).toEqual(["closed", "open"]);
+    expect((await seqOf(p, late.id))?.seq).toBe(2);
+  });
+
+  it("sends a child to its root's partition whatever its time, and counts no root for it", async () => {
+    const vars = { ...ROLLING, PARTITION_MAX_ROOTS: "2", DATA_SHARDS: "SHARD_0" };
+    const p = await newProject(vars);
+    const session = uuid();
+    const old = trace();
+    await fetchWith(vars, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: "s" });
+    await ingest(vars, p, [old]);
+    expect((await readPartitions(env as unknown as Env, p.projectId)).map((x) => x.state)).toEqual(["closed", "open"]);
+    // A late span of the old trace (streaming), a re-sent old trace with a new span, a new trace of the old session.
+    const streamed = uuid();
+    const spans = await fetchWith(vars, `/v2/projects/${p.projectId}/spans`, { log_stream_id: p.logStreamId, trace_id: old.id, parent_id: old.id, spans: [{ id: streamed, type: "tool", name: "late" }] });
+    expect(spans.status, JSON.stringify(spans.body)).toBe(200);
+    const nested = uuid();
+    await ingest(vars, p, [{ ...old, spans: [{ id: nested, type: "llm", name: "again" }] }]);
+    const inSession = trace();
+    await ingest(vars, p, [inSession], { session_id: session });
+    for (const id of [old.id, streamed, nested, inSession.id, session]) expect((await seqOf(p, id))?.seq, id).toBe(1);
+    const listed = (await usage(p)).partitions;
+    expect(listed.map((x: any) => [x.roots, x.records])).toEqual([
+      [2, 5],
+      [0, 0],
+    ]);
+  });
+
+  it("finds a root in a partition on another shard: its children, a re-sent root and a session's new trace go there", async () => {
+    const home = { ...ROLLING, PARTITION_MAX_ROOTS: "2", DATA_SHARDS: "SHARD_0" };
+    const p = await newProject(home);
+    const session = uuid();
+    const old = trace();
+    await fetchWith(home, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: "s" });
+    // The write that reaches 2 roots rolls; the new partition is placed on SHARD_1 (the only one configured then).
+    await ingest({ ...home, DATA_SHARDS: "SHARD_1" }, p, [old]);
+    const rolled = await readPartitions(env as unknown as Env, p.projectId);
+    expect(rolled.map((x) => [x.shard, x.state])).toEqual([
+      ["SHARD_0", "closed"],
+      ["SHARD_1", "open"],
+    ]);
+    const vars = { ...ROLLING, PARTITION_MAX_ROOTS: "100" };
+    const streamed = uuid();
+    const spans = await fetchWith(vars, `/v2/projects/${p.projectId}/spans`, { log_stream_id: p.logStreamId, trace_id: old.id, parent_id: old.id, spans: [{ id: streamed, type: "tool", name: "late" }] });
+    expect(spans.status, JSON.stringify(spans.body)).toBe(200);
+    // One request: the old trace again with a new span, and a new root: two partitions on two shards.
+    const nested = uuid();
+    const fresh = trace();
+    await ingest(vars, p, [{ ...old, spans: [{ id: nested, type: "llm", name: "again" }] }, fresh]);
+    const inSession = trace();
+    await ingest(vars, p, [inSession], { session_id: session });
+    // PATCH of a record in the closed partition on the other shard reaches it.
+    const patched = await fetchWith(vars, `/v2/projects/${p.projectId}/traces/${old.id}`, undefined, "PATCH", { log_stream_id: p.logStreamId, trace_id: old.id, output: "patched late" });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body.pending).toBe(false);
+    const stored = await shardDb("SHARD_0").prepare("SELECT output FROM records WHERE project_id = ?1 AND id = ?2").bind(p.projectId, old.id).first<{ output: string }>();
+    expect(stored?.output).toBe("patched late");
+    for (const id of [session, old.id, streamed, nested, inSession.id]) expect(await seqOf(p, id), id).toEqual({ shard: "SHARD_0", seq: 1 });
+    expect(await seqOf(p, fresh.id)).toEqual({ shard: "SHARD_1", seq: 2 });
+    const listed = (await usage(p)).partitions;
+    expect(listed.map((x: any) => [x.shard, x.roots, x.records])).toEqual([
+      ["SHARD_0", 2, 5],
+      ["SHARD_1", 1, 1],
+    ]);
+    expect((await usage(p)).records).toBe(6);
+  });
+
+  it("OTLP: a late span goes to its trace's partition on another shard, a new trace to the open one", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    const otlp = async (spans: ReturnType<typeof otlpSpan>[]) => {
+      const ctx = createExecutionContext();
+      const response = await worker.fetch(
+        new Request("http://trace-store.test/otel/v1/traces", {
+          method: "POST",
+          headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
+          body: jsonBody(exportRequest(spans)),
+        }),
+        env as unknown as Env,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      expect(response.status, await response.clone().text()).toBe(200);
+    };
+    const [traceA, rootA] = [randomHex(16), randomHex(8)];
+    const now = Date.now();
+    await otlp([otlpSpan({ trace: traceA, span: rootA, name: "root-a", startMs: now })]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    const rolled = await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    expect(rolled?.shard).toBe("SHARD_1");
+    clearPartitionCache();
+    await otlp([otlpSpan({ trace: traceA, span: randomHex(8), parent: rootA, name: "late-a", startMs: now + 5 }), otlpSpan({ trace: randomHex(16), span: randomHex(8), name: "root-b", startMs: now + 10 })]);
+    const where = async (name: string) => {
+      for (const shard of ["SHARD_0", "SHARD_1"]) {
+        const row = await shardDb(shard).prepare("SELECT coalesce(partition_seq, 1) AS seq FROM records WHERE project_id = ?1 AND name = ?2").bind(p.projectId, name).first<{ seq: number }>();
+        if (row) return { shard, seq: row.seq };
+      }
+      return undefined;
+    };
+    expect(await where("root-a")).toEqual({ shard: "SHARD_0", seq: 1 });
+    expect(await where("late-a")).toEqual({ shard: "SHARD_0", seq: 1 });
+    expect(await where("root-b")).toEqual({ shard: "SHARD_1", seq: 2 });
+  });
+
+  it("rolls to another shard when the open partition's shard passes its high-water mark", async () => {
+    // Pin the project to one shard, grow that shard past the other, then set the mark between them.
+    const p = await newProject({ DATA_SHARDS: "SHARD_1" });
+    await ingest({}, p, [trace(uuid(), { input: "x".repeat(200_000) })]);
+    const size = async (s: string) => ((await shardDb(s).prepare("SELECT 1").run()).meta as { size_after: number }).size_after;
+    const [s0, s1] = [await size("SHARD_0"), await size("SHARD_1")];
+    void s0;
+    void s1;
+    for (let i = 0; i < 20 && (await size("SHARD_1")) <= (await size("SHARD_0")) + 100_000; i++) {
+      await ingest({}, p, [trace(uuid(), { input: "y".repeat(200_000) })]);
+    }
+    const mark = String(Math.floor(((await size("SHARD_0")) + (await size("SHARD_1"))) / 2));
+    expect(await size("SHARD_1")).toBeGreaterThan(Number(mark));
+    const vars = { ...ROLLING, SHARD_HIGH_WATER_BYTES: mark, SHARD_HARD_LIMIT_BYTES: "9000000000" };
+    const t = trace();
+    await ingest(vars, p, [t]); // learns SHARD_1's size from its own write
+    await ingest(vars, p, [trace()]);
+    const partitions = await readPartitions(env as unknown as Env, p.projectId);
+    expect(partitions.map((x) => [x.shard, x.state])).toEqual([
+      ["SHARD_1", "closed"],
+      ["SHARD_0", "open"],
+    ]);
+  });
+
+  it("answers 507 only when no shard can take a new partition and the open one's shard is full", async () => {
+    const p = await newProject();
+    await ingest({}, p, [trace()]);
+    // Every shard past its mark, none at its hard limit: the open partition keeps taking writes.
+    const over = { ...ROLLING, SHARD_HIGH_WATER_BYTES: "1" };
+    await ingest(over, p, [trace()]);
+    await ingest(over, p, [trace()]);
+    expect((await readPartitions(env as unknown as Env, p.projectId)).length).toBe(1);
+    // And at its hard limit too: 507, nothing written, nothing rolled.
+    const full = { ...ROLLING, SHARD_HIGH_WATER_BYTES: "1", SHARD_HARD_LIMIT_BYTES: "2" };
+    const refused = trace();
+    const answer = await fetchWith(full, `/v2/projects/${p.projectId}/traces`, { log_stream_id: p.logStreamId, traces: [refused] });
+    expect(answer.status).toBe(507);
+    expect(answer.body.detail).toMatch(/shard/);
+    expect(await seqOf(p, refused.id)).toBeUndefined();
+    expect((await readPartitions(env as unknown as Env, p.projectId)).length).toBe(1);
+  });
+
+  it("rolls once when two writers decide to roll the same partition at once", async () => {
+    const p = await newProject();
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    const e = env as unknown as Env;
+    const outcomes = await Promise.all([
+      rollPartition(e, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "roots" }),
+      rollPartition(e, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "roots" }),
+    ]);
+    expect(outcomes.filter((o) => o !== null)).toHaveLength(1);
+    const partitions = await readPartitions(e, p.projectId);
+    expect(partitions.map((x) => [x.seq, x.state])).toEqual([
+      [1, "closed"],
+      [2, "open"],
+    ]);
+  });
+
+  it("sends new roots to a partition the operator opened within 5 seconds, on an isolate that cached the old one", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace()]); // caches the partitions
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    // The admin command's statements, straight to the catalog: this isolate is not told.
+    const opened = uuid();
+    await runStatements(env.DB, rollStatements({ projectId: p.projectId, openId: open!.id, newId: opened, shard: "SHARD_0", nowMicros: Date.now() * 1000 }));
+    const started = Date.now();
+    const probe = trace();
+    await ingest({}, p, [probe]);
+    const seen = (await seqOf(p, probe.id))!.seq;
+    if (seen === 1) {
+      await new Promise((r) => setTimeout(r, PARTITIONS_TTL_MS - (Date.now() - started) + 50));
+      const after = trace();
+      await ingest({}, p, [after]);
+      expect((await seqOf(p, after.id))?.seq).toBe(2);
+    }
+    expect(PARTITIONS_TTL_MS).toBeLessThanOrEqual(5_000);
+    expect((await usage(p)).partitions.map((x: any) => x.partition_id)).toEqual([open!.id, opened]);
+  });
+});
+
+describe("held updates across shards", () => {
+  /** A project whose first partition (on SHARD_0) holds `old` and `session`; the open one is on SHARD_1. */
+  async function rolledToShard1() {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    const session = uuid();
+    const old = trace();
+    await fetchWith({}, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: "s" });
+    await ingest({}, p, [old]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    const rolled = await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    expect(rolled?.shard).toBe("SHARD_1");
+    clearPartitionCache();
+    return { p, session, old };
+  }
+
+  const patch = (p: Project, family: "traces" | "spans", id: string, body: Record<string, unknown>) =>
+    fetchWith({}, `/v2/projects/${p.projectId}/${family}/${id}`, undefined, "PATCH", { log_stream_id: p.logStreamId, ...(family === "traces" ? { trace_id: id } : { span_id: id }), ...body });
+
+  async function stored(p: Project, id: string) {
+    for (const shard of ["SHARD_0", "SHARD_1", "DB"]) {
+      const row = await shardDb(shard).prepare("SELECT output, is_complete FROM records WHERE project_id = ?1 AND id = ?2").bind(p.projectId, id).first<{ output: string; is_complete: number }>();
+      if (row) return { shard, ...row };
+    }
+    return undefined;
+  }
+
+  async function held(id: string): Promise<number> {
+    let n = 0;
+    for (const shard of ["SHARD_0", "SHARD_1", "DB"]) {
+      n += (await shardDb(shard).prepare("SELECT count(*) AS n FROM record_patches WHERE record_id = ?1").bind(id).first<{ n: number }>())!.n;
+    }
+    return n;
+  }
+
+  it("applies an update held before a late span whose trace is in a partition on another shard", async () => {
+    const { p, old } = await rolledToShard1();
+    const span = uuid();
+    const early = await patch(p, "spans", span, { output: "concluded early" });
+    expect(early.status, JSON.stringify(early.body)).toBe(200);
+    expect(early.body.pending).toBe(true);
+    const spans = await fetchWith({}, `/v2/projects/${p.projectId}/spans`, { log_stream_id: p.logStreamId, trace_id: old.id, parent_id: old.id, spans: [{ id: span, type: "workflow", name: "late" }] });
+    expect(spans.status, JSON.stringify(spans.body)).toBe(200);
+    expect(await stored(p, span)).toMatchObject({ shard: "SHARD_0", output: "concluded early" });
+    expect(await held(span)).toBe(0);
+  });
+
+  it("applies an update held before a session's new trace whose session is in a partition on another shard (batch ingest)", async () => {
+    const { p, session } = await rolledToShard1();
+    const t = trace(uuid(), { output: null });
+    const early = await patch(p, "traces", t.id, { output: "final", is_complete: true });
+    expect(early.body.pending).toBe(true);
+    await ingest({}, p, [t], { session_id: session });
+    expect(await stored(p, t.id)).toMatchObject({ shard: "SHARD_0", output: "final", is_complete: 1 });
+    expect(await held(t.id)).toBe(0);
+  });
+
+  it("applies an update held on the open partition's shard before a roll to a record that then lands on the new open shard", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace()]);
+    const t = trace(uuid(), { output: null, created_at: new Date().toISOString() });
+    const early = await patch(p, "traces", t.id, { output: "final", is_complete: true });
+    expect(early.body.pending).toBe(true);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    await ingest({}, p, [t]);
+    expect(await stored(p, t.id)).toMatchObject({ shard: "SHARD_1", output: "final", is_complete: 1 });
+    expect(await held(t.id)).toBe(0);
+  });
+});
