@@ -42,7 +42,10 @@ function sourceFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) return entry.name === "node_modules" || entry.name === "dist" || entry.name.startsWith(".") ? [] : sourceFiles(path);
+    // bench/data holds generated data and old checkouts of the service (the storage bench's
+    // baselines), git-ignored: not this tree's code.
+    const generated = entry.name === "node_modules" || entry.name === "dist" || entry.name.startsWith(".") || path === join(ROOT, "bench", "data");
+    if (entry.isDirectory()) return generated ? [] : sourceFiles(path);
     return /\.tsx?$/.test(entry.name) && !entry.name.endsWith(".d.ts") ? [path] : [];
   });
 }
