@@ -445,4 +445,20 @@ describe("reads across partitions on several shards", () => {
     expect(new Set(listed.map((c) => c.id)).size).toBe(listed.length);
     expect(listed.find((c) => c.id === "input")?.is_empty).toBe(false);
   });
+
+  it("count: the records of every partition, on every shard, counted once", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace(uuid(), { tags: ["counted"] }), trace(uuid(), { tags: ["counted"] }), trace()]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    await ingest({}, p, [trace(uuid(), { tags: ["counted"] }), trace()]);
+    const count = async (filters: unknown[] = []) => {
+      const answer = await fetchWith({}, `/v2/projects/${p.projectId}/traces/count`, { log_stream_id: p.logStreamId, filters });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body;
+    };
+    expect(await count()).toEqual({ total_count: 5, capped: false });
+    expect(await count([{ column_id: "tags", operator: "contains", value: "counted", type: "collection" }])).toEqual({ total_count: 3, capped: false });
+  });
 });
