@@ -422,3 +422,43 @@ describe("held updates across shards", () => {
     expect(await held(t.id)).toBe(0);
   });
 });
+
+describe("reads across partitions on several shards", () => {
+  it("available_columns: a column filled only in a partition on another shard is listed as filled", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace()]);
+    const columns = async () => {
+      const answer = await fetchWith({}, `/v2/projects/${p.projectId}/traces/available_columns`, { log_stream_id: p.logStreamId });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body.columns as { id: string; is_empty: boolean }[];
+    };
+    expect((await columns()).find((c) => c.id === "tags")?.is_empty).toBe(true);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    const tagged = trace(uuid(), { tags: ["second-partition"] });
+    await ingest({}, p, [tagged]);
+    expect(await seqOf(p, tagged.id)).toEqual({ shard: "SHARD_1", seq: 2 });
+    const listed = await columns();
+    expect(listed.find((c) => c.id === "tags")?.is_empty).toBe(false);
+    // Nothing listed twice, the first partition's columns kept.
+    expect(new Set(listed.map((c) => c.id)).size).toBe(listed.length);
+    expect(listed.find((c) => c.id === "input")?.is_empty).toBe(false);
+  });
+
+  it("count: the records of every partition, on every shard, counted once", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace(uuid(), { tags: ["counted"] }), trace(uuid(), { tags: ["counted"] }), trace()]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    await ingest({}, p, [trace(uuid(), { tags: ["counted"] }), trace()]);
+    const count = async (filters: unknown[] = []) => {
+      const answer = await fetchWith({}, `/v2/projects/${p.projectId}/traces/count`, { log_stream_id: p.logStreamId, filters });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body;
+    };
+    expect(await count()).toEqual({ total_count: 5, capped: false });
+    expect(await count([{ column_id: "tags", operator: "contains", value: "counted", type: "collection" }])).toEqual({ total_count: 3, capped: false });
+  });
+});

@@ -5,7 +5,8 @@ import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { refineRunSelector, runSelectorOf, runSelectorShape } from "../projects/run-selector";
-import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { ProjectNotOnShardError } from "../shards/project-shard";
+import { onProjectReadShards } from "../partitions/read-shards";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { annotationColumnDescriptor, type TemplateColumnRow, templateColumnsStatement } from "./annotation-columns";
 import { availableColumns } from "./column-descriptors";
@@ -76,8 +77,9 @@ export function registerAvailableColumns(app: Router): void {
       const selector = runSelectorOf(c.req.valid("json"));
       const principal = c.get("principal");
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
-      // One round trip to the project's shard: its state there, the run's ownership, the run's columns.
-      const present = await onProjectShard(c, project_id, "read", async ({ db }) => {
+      // One round trip to each shard holding a partition of the project (src/partitions/read-shards.ts;
+      // just the project's shard for most projects): its state there, the run's ownership, the run's columns.
+      const answers = await onProjectReadShards(c, project_id, async ({ db }) => {
         const [state, owned, columns, templates] = await db.batch<{ column_id: string }>([
           projectStateStatement(db, project_id),
           db.prepare(ownership.sql).bind(...ownership.params),
@@ -92,8 +94,11 @@ export function registerAvailableColumns(app: Router): void {
         }
         return { columnIds: (columns?.results ?? []).map((r) => r.column_id), templates: (templates?.results ?? []) as unknown as TemplateColumnRow[] };
       });
+      // A column is filled when it is filled in any partition; templates are the project's, on its own shard.
+      const columnIds = [...new Set(answers.flatMap((a) => a.answer.columnIds))];
+      const templates = answers.find((a) => a.home)!.answer.templates;
       // The standard and metric columns, then one per annotation template (category feedback).
-      const columns = [...availableColumns(family, present.columnIds), ...present.templates.map(annotationColumnDescriptor)];
+      const columns = [...availableColumns(family, columnIds), ...templates.map(annotationColumnDescriptor)];
       return c.json({ columns }, 200);
     });
   }

@@ -8,7 +8,8 @@ import { database, nowMicros } from "../db/client";
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { runSelectorOf } from "../projects/run-selector";
-import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { ProjectNotOnShardError } from "../shards/project-shard";
+import { onProjectReadShards } from "../partitions/read-shards";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { bindAnnotationColumns } from "./bind-annotation-columns";
 import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
@@ -32,8 +33,11 @@ export function registerCounts(app: Router): void {
       const query = idsOnlyQuery(searched, COUNT_CAP);
 
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
-      // One round trip to the project's shard, as a search (run-search.ts).
-      const count = (options: CompileOptions) => onProjectShard(c, project_id, "read", async ({ db, route }) => {
+      // One round trip to the project's shard, as a search (run-search.ts), and one to each other
+      // shard holding a partition of the project, in parallel (src/partitions/read-shards.ts): a
+      // record is in exactly one partition, so the partitions' counts add up (each capped at
+      // COUNT_CAP + 1, so the sum still says "capped" exactly when the total passes the cap).
+      const count = async (options: CompileOptions) => (await onProjectReadShards(c, project_id, async ({ db, route }) => {
         await bindAnnotationColumns(db, project_id, query);
         // Expired records are not counted, as they are not shown (retention-window.ts).
         const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
@@ -57,7 +61,7 @@ export function registerCounts(app: Router): void {
           return 0;
         }
         return Number(counted?.results?.[0]?.total ?? 0);
-      });
+      })).reduce((sum, shard) => sum + shard.answer, 0);
       // A count whose filter no index narrows (a substring, an unindexed column, ...) reads every
       // row of the run, as the search would: it is admitted by the same classification.
       const total = await withinTextIndexedAdmission(c.env, principal.organizationId, query, count);

@@ -1,0 +1,51 @@
+/**
+ * The one routing layer for reads across partitions (contract section 13, "Reads are exact";
+ * docs/partitions.md, "Reads"): a read runs its work on every shard that holds a partition of the
+ * project, in parallel, and merges the answers itself. Every read path that has become
+ * partition-aware goes through here, so a later one (evaluations, alerts) becomes so by calling
+ * it rather than by a special case of its own.
+ *
+ * The fast path stays as it was: the project's own shard is read at once, through
+ * onProjectShard (the route, the state check, the re-route after a move), while the project's
+ * partitions are read beside it (cached per isolate for PARTITIONS_TTL_MS, so usually no round
+ * trip at all; at most one catalog read, in parallel, never before the shard's answer). Only
+ * when a partition lives on another shard is that shard read, then, in parallel with any other.
+ *
+ * The partitions are read by project id before the tenancy check of onProjectShard has answered:
+ * they say nothing to the caller, and the other shards are read only once it has.
+ */
+import type { Context } from "hono";
+import type { AppEnv } from "../http/app-env";
+import { type ProjectShard, onProjectShard } from "../shards/project-shard";
+import { projectPartitions } from "./partition-catalog";
+import { shardOfPartition } from "./partition-writes";
+
+export interface ShardAnswer<T> {
+  shard: string;
+  /** The project's own shard (projects.shard), where its project-wide rows (templates, queues) live. */
+  home: boolean;
+  answer: T;
+}
+
+/** Runs `work` on every shard holding a partition of the project; the project's own shard first. */
+export async function onProjectReadShards<T>(c: Context<AppEnv>, projectId: string, work: (shard: ProjectShard) => Promise<T>): Promise<ShardAnswer<T>[]> {
+  let homeShard = "";
+  const [answer, partitions] = await Promise.all([
+    onProjectShard(c, projectId, "read", async (shard) => {
+      homeShard = shard.route.shard;
+      return work(shard);
+    }),
+    projectPartitions(c.env, projectId),
+  ]);
+  const answers: ShardAnswer<T>[] = [{ shard: homeShard, home: true, answer }];
+  const others = new Map(partitions.filter((p) => p.shard !== homeShard).map((p) => [p.shard, p]));
+  if (others.size === 0) return answers;
+  const more = await Promise.all(
+    [...others.values()].map(async (partition) => ({
+      shard: partition.shard,
+      home: false,
+      answer: await onProjectShard(c, projectId, "read", work, { shardOf: shardOfPartition(c.env, partition) }),
+    })),
+  );
+  return [...answers, ...more];
+}
