@@ -39,7 +39,8 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   workerd of wrangler's miniflare on the same state files for every database and call of a
  *   command (scripts/lib/local-d1.ts; `--remote` stays with wrangler), instead of a `wrangler d1
  *   execute` (4 CPU s) per call: admin-cli alone 248 -> 210 CPU s (load 8-17; its move test, which
- *   polled with one wrangler per second, 263 -> 61 s), shard-backup 55 -> 31 CPU s; `npm start`
+ *   polled with one wrangler per second, 263 -> 61 s), shard-backup 55 -> 31 CPU s, start-demo
+ *   alone 423 -> 186 s (its second start 102 -> 20 s); `npm start`
  *   runs wrangler's three migration applies only when a local database lacks a migration
  *   (scripts/lib/local-migrations.ts), which every browser file's start and start-demo's second
  *   start skip (about 12 CPU s each). Expected: roughly 70-100 s less on the suite (near 1,500 s;
