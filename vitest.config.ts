@@ -43,8 +43,8 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   alone 423 -> 186 s (its second start 102 -> 20 s); `npm start`
  *   runs wrangler's three migration applies only when a local database lacks a migration
  *   (scripts/lib/local-migrations.ts), which every browser file's start and start-demo's second
- *   start skip (about 12 CPU s each). Expected: roughly 70-100 s less on the suite (near 1,500 s;
- *   the target is still not met). What bounds it then: CPU per process the node files start (an
+ *   start skip (about 12 CPU s each). Expected: about 300 s less lane time, roughly 150 s less wall
+ *   (near 1,430 s; the target is still not met). What bounds it then: CPU per process the node files start (an
  *   admin command is still about 4 CPU s: Node and tsx 1.2, loading miniflare 1.1, a workerd 1.5;
  *   a browser file one `npm start` and one Chromium) and openapi-fuzz (100 s in workerd).
  * - Next cuts: fewer admin processes where one command can assert what two do, one workerd for
