@@ -35,11 +35,20 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   shard-backup 96 s (a dozen wrangler commands). The 90 workers files take 594 s together; each
  *   has its own workerd (per-file storage). The lanes' last files ended 11 s apart: ordering is
  *   not what is left to gain.
- * - Next cuts, by size: the admin command line's local path without a wrangler process per
- *   command (in-process D1 through miniflare: 1.7 CPU s to load against wrangler's 4 per
- *   command), fewer wrangler calls per command (the shard import's went from nine to five),
- *   `npm start`'s three migration runs in one workerd when there is nothing to apply, one
- *   workerd for the workers files that need no storage of their own. Done: `npm run admin` and
+ * - Done after that run: the admin command line's local SQL runs in its own process, one
+ *   workerd of wrangler's miniflare on the same state files for every database and call of a
+ *   command (scripts/lib/local-d1.ts; `--remote` stays with wrangler), instead of a `wrangler d1
+ *   execute` (4 CPU s) per call: admin-cli alone 248 -> 210 CPU s (load 8-17; its move test, which
+ *   polled with one wrangler per second, 263 -> 61 s), shard-backup 55 -> 31 CPU s, start-demo
+ *   alone 423 -> 186 s (its second start 102 -> 20 s); `npm start`
+ *   runs wrangler's three migration applies only when a local database lacks a migration
+ *   (scripts/lib/local-migrations.ts), which every browser file's start and start-demo's second
+ *   start skip (about 12 CPU s each). Expected: about 300 s less lane time, roughly 150 s less wall
+ *   (near 1,430 s; the target is still not met). What bounds it then: CPU per process the node files start (an
+ *   admin command is still about 4 CPU s: Node and tsx 1.2, loading miniflare 1.1, a workerd 1.5;
+ *   a browser file one `npm start` and one Chromium) and openapi-fuzz (100 s in workerd).
+ * - Next cuts: fewer admin processes where one command can assert what two do, one workerd for
+ *   the workers files that need no storage of their own, openapi-fuzz's fixed costs. Done before: `npm run admin` and
  *   `npm start` run as one Node process (`node --import tsx`: 0.8 CPU s against the `tsx`
  *   command's 1.1 per start), which also ends tsx's signal relay (scripts/start.ts).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are

@@ -53,6 +53,7 @@ import { runShardsBench } from "./shards/shards-bench";
 import { runStorageBench } from "./storage/storage-bench";
 import { runUiBench } from "./ui/ui-bench";
 import { runUpkeepBench } from "./upkeep/upkeep-bench";
+import { closeLocalD1 } from "../scripts/lib/local-d1";
 
 const BENCHES = ["search", "deletion", "annotations", "alerts", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "ui", "upkeep", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
@@ -145,8 +146,11 @@ async function main(): Promise<void> {
   console.log(`\nbench ${bench} finished in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
-main().catch(async (error: unknown) => {
-  console.error(error instanceof Error ? (error.stack ?? error.message) : error);
-  await stopAllDevServers();
-  process.exitCode = 1;
-});
+main()
+  .catch(async (error: unknown) => {
+    console.error(error instanceof Error ? (error.stack ?? error.message) : error);
+    await stopAllDevServers();
+    process.exitCode = 1;
+  })
+  // The local databases the benches read in process (scripts/lib/local-d1.ts) keep a workerd open.
+  .finally(() => closeLocalD1());

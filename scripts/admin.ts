@@ -35,6 +35,7 @@ import { exportShardCommand, importShardCommand } from "./lib/backup-commands";
 import { moveProjectCommand, moveStatusCommand } from "./lib/move-commands";
 import { rollPartitionCommand } from "./lib/partition-commands";
 import { shardsReport } from "./lib/shard-report";
+import { closeLocalD1 } from "./lib/local-d1";
 import { type D1Target, WranglerError } from "./lib/wrangler";
 
 const USAGE = `Usage: npm run --silent admin -- <command> [options] [--local | --remote] [--persist-to DIR]
@@ -227,6 +228,9 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
 
 try {
   const result = await main(process.argv.slice(2));
+  // The local databases are opened in this process (scripts/lib/local-d1.ts): closed before the
+  // answer is printed, so that it is printed only once the write is on disk and nothing runs on.
+  await closeLocalD1();
   process.stdout.write(`${JSON.stringify(result)}\n`);
 } catch (error) {
   if (error instanceof UsageError || (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS"))) {

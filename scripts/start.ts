@@ -3,7 +3,8 @@
  * `npm start`: the local service, ready to use.
  *
  * 0. builds the trace explorer into ui/dist if its sources changed since the last build;
- * 1. applies the migrations to the local D1 database (`wrangler d1 migrations apply DB --local`);
+ * 1. applies the migrations to the local D1 databases (`wrangler d1 migrations apply --local`, one
+ *    per database) when one lacks any (scripts/lib/local-migrations.ts reads that in process);
  * 2. makes .dev.vars from .dev.vars.example with a random TOKEN_SECRET if it is missing;
  * 3. starts `wrangler dev` on http://127.0.0.1:${PORT:-8787};
  * 4. once /healthcheck answers, seeds the demo dataset through the real API, once (later starts
@@ -31,6 +32,8 @@ import { ensureUiBuilt } from "./lib/build-ui";
 import { ensureDevVars } from "./lib/dev-vars";
 import { configuredCrons, startLocalCron } from "./lib/local-cron";
 import { LOOPBACK, isPortFree, startDevServer, waitUntilHealthy } from "./lib/local-server";
+import { closeLocalD1 } from "./lib/local-d1";
+import { pendingLocalMigrations } from "./lib/local-migrations";
 import { type DemoCredentials, apiKeyWorks, demoStatePath, readDemoState, seedDemo, writeDemoState } from "./lib/seed-demo";
 import { type D1Target, WranglerError, applyMigrations, stopRunningWranglers } from "./lib/wrangler";
 
@@ -127,9 +130,15 @@ if (!(await isPortFree(port))) fail(`port ${port} on ${LOOPBACK} is in use; stop
 
 say("building the trace explorer (ui/)");
 await ensureUiBuilt();
-say("applying migrations to the local D1 database");
 try {
-  await applyMigrations(target);
+  // wrangler's apply is a process of about 4 CPU s per database: only when one lacks a migration.
+  const pending = await pendingLocalMigrations(persistTo);
+  if (Object.keys(pending).length === 0) {
+    say("the local D1 databases have every migration");
+  } else {
+    say(`applying migrations to the local D1 databases (${Object.entries(pending).map(([binding, names]) => `${binding}: ${names.length}`).join(", ")})`);
+    await applyMigrations(target);
+  }
 } catch (error) {
   fail(error instanceof WranglerError ? `${error.message}\n${error.output}` : String(error));
 }
@@ -165,4 +174,8 @@ try {
   const detail = error instanceof WranglerError ? `${error.message}\n${error.output}` : error instanceof Error ? error.message : String(error);
   process.stderr.write(`[start] error: the demo dataset could not be seeded: ${detail}\n`);
   if (!serving()) process.exit(1);
+} finally {
+  // The seed's catalog writes ran in this process (scripts/lib/local-d1.ts): close its workerd,
+  // which would otherwise stay beside wrangler dev's and take over SIGINT and SIGTERM.
+  await closeLocalD1();
 }

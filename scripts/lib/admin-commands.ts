@@ -1,7 +1,7 @@
 /// <reference types="node" />
 /**
- * The admin operations (organizations, users, API keys) against a D1 database through
- * `wrangler d1 execute`: the statements of src/admin/provisioning.ts, rendered to SQL, with every
+ * The admin operations (organizations, users, API keys) against a D1 database (in process when
+ * it is local, through `wrangler d1 execute --remote` when deployed: scripts/lib/wrangler.ts): the statements of src/admin/provisioning.ts, rendered to SQL, with every
  * "nothing happened" case turned into an error a person can act on.
  */
 import {
@@ -27,7 +27,7 @@ export class AdminError extends Error {
   }
 }
 
-/** Runs the statements in one wrangler call; returns the rows each one returned. */
+/** Runs the statements in one D1 batch; returns the rows each one returned. */
 async function run(statements: Statement[], target: D1Target): Promise<Record<string, unknown>[][]> {
   const results = await executeD1(renderSql(statements), target);
   if (results.length !== statements.length) {

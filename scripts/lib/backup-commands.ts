@@ -10,7 +10,7 @@
  * rows and run families), then the text index is rebuilt by its catch-up (migration 0016,
  * src/text-index/backfill.ts), in chunks.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { AdminError } from "./admin-commands";
@@ -19,7 +19,7 @@ import { type D1Target, REPO_ROOT, WranglerError, d1TargetArgs, executeD1, runWr
 /** Tables that are not the shard's data: the index (and its FTS5 shadow tables), SQLite's, D1's. */
 const NOT_EXPORTED = `name LIKE 'records\\_text%' ESCAPE '\\' OR name LIKE 'sqlite\\_%' ESCAPE '\\' OR name LIKE '\\_cf\\_%' ESCAPE '\\' OR name LIKE 'd1\\_%' ESCAPE '\\'`;
 
-/** Rids per backfill chunk of the rebuild (each one `wrangler d1 execute`). */
+/** Rids per backfill chunk of the rebuild (each one D1 batch). */
 const REBUILD_CHUNK_RIDS = 20_000;
 
 async function rows(sql: string, target: D1Target, binding: string): Promise<Record<string, unknown>[]> {
@@ -60,7 +60,7 @@ export async function exportShardCommand(binding: string, output: string, target
 export async function importShardCommand(binding: string, input: string, target: D1Target): Promise<Record<string, unknown>> {
   const file = resolve(input);
   if (!existsSync(file)) throw new AdminError(`no file ${file}`);
-  // What the import needs to know, read in one wrangler call (each is a process of seconds).
+  // What the import needs to know, read in one batch.
   const [counted, triggerRows, tableRows] = await executeD1(
     `SELECT count(*) AS n FROM records; SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name; ${EXPORTED_TABLES}`,
     target,
@@ -78,8 +78,14 @@ export async function importShardCommand(binding: string, input: string, target:
   const empty = tables.map((t) => `DELETE FROM "${t}";`).join("\n");
   await executeD1(`${drop}\n${empty}`, target, binding);
   try {
-    const run = await runWrangler(["d1", "execute", binding, ...d1TargetArgs(target), "--yes", "--file", file]);
-    if (run.code !== 0) throw new WranglerError(`wrangler d1 execute --file exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+    if (target.remote) {
+      const run = await runWrangler(["d1", "execute", binding, ...d1TargetArgs(target), "--yes", "--file", file]);
+      if (run.code !== 0) throw new WranglerError(`wrangler d1 execute --file exited with code ${run.code}`, `${run.stdout}\n${run.stderr}`.trim());
+    } else {
+      // Locally, what `wrangler d1 execute --local --file` does, in this process: the file's
+      // statements in one batch.
+      await executeD1(readFileSync(file, "utf8"), target, binding);
+    }
   } finally {
     if (create) await executeD1(create, target, binding);
   }

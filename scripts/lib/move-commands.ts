@@ -1,7 +1,7 @@
 /// <reference types="node" />
 /**
  * `npm run admin -- move-project` and `move-status` (docs/sharding.md, "Moving a project"): the
- * move is asked for in the catalog, through `wrangler d1 execute` like every admin command
+ * move is asked for in the catalog, through executeD1 like every admin command
  * (src/moves/move-requests.ts); the worker runs it through its move queue. Its first
  * message comes from the worker's minutely cron; for a local database the command also runs the
  * local worker's scheduled handler (`GET --url/__scheduled`, which `npm start`'s wrangler dev

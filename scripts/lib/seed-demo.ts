@@ -102,7 +102,7 @@ async function demoMember(organizationId: string, target: D1Target): Promise<{ m
 
 /**
  * The demo organization, its users and a fresh API key. A first seed writes them all in one
- * `wrangler d1 execute` (each call starts a wrangler, seconds apiece on a busy machine); a later
+ * D1 batch (scripts/lib/wrangler.ts executeD1); a later
  * seed reuses the users an earlier one made.
  */
 async function demoPrincipal(target: D1Target) {

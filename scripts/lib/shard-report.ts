@@ -2,7 +2,7 @@
 /**
  * `npm run admin -- shards`: what each database that may hold records holds (docs/sharding.md):
  * its size (as D1 reports it), its records by kind, and the projects placed on it according to
- * the catalog, with their state on the shard. Read-only; one wrangler call per database.
+ * the catalog, with their state on the shard. Read-only; one D1 batch per database.
  */
 import { type D1Target, d1Bindings, executeD1 } from "./wrangler";
 

@@ -2,14 +2,18 @@
 /**
  * The wrangler commands the operator scripts need, run as child processes of the project's own
  * wrangler (node_modules/.bin) from the repository root, so they work from any directory and use
- * the same wrangler.toml, migrations folder and local state as `npm start`.
+ * the same wrangler.toml, migrations folder and local state as `npm start`. SQL on a local
+ * database runs in this process instead (scripts/lib/local-d1.ts: the same files, no wrangler
+ * process of 4 CPU s per call).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { localD1 } from "./local-d1";
+import { splitSqlStatements } from "./split-sql";
+import { REPO_ROOT, d1Bindings } from "./wrangler-config";
 
-export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+export { REPO_ROOT, d1Bindings, d1Databases } from "./wrangler-config";
 export const WRANGLER_BIN = join(REPO_ROOT, "node_modules", ".bin", "wrangler");
 
 /** Where a D1 command runs: the local database (optionally in another directory) or the deployed one. */
@@ -94,10 +98,59 @@ function jsonErrorText(stdout: string): string | undefined {
 
 /**
  * Executes SQL (one or more statements separated by `;`) on a D1 database (the catalog, DB, unless
- * another binding is named) and returns one result per statement. Throws a WranglerError carrying
- * wrangler's own message.
+ * another binding is named) and returns one result per statement, all or nothing (one D1 batch).
+ * Throws a WranglerError carrying D1's own message.
  */
 export async function executeD1(sql: string, target: D1Target, binding = "DB"): Promise<D1StatementResult[]> {
+  return target.remote ? executeRemoteD1(sql, target, binding) : executeLocalD1(sql, target.persistTo, binding);
+}
+
+/**
+ * The local database was locked by the service's workerd beside (SQLite busy, which miniflare's
+ * D1 answers as an "internal error; reference = ..." and workerd logs as SQLITE_BUSY): seen when a
+ * command read the catalog while a move wrote it. The batch is one transaction that SQLite rolled
+ * back, so it is tried again, for about 10 s in all; a `wrangler d1 execute` failed at once.
+ */
+const LOCKED = /SQLITE_BUSY|database is locked|internal error; reference =/;
+const LOCKED_ATTEMPTS = 14;
+
+/**
+ * A local database's answer as `wrangler d1 execute --local --json` gives it (its executeLocally:
+ * the statements in one batch; arrays, which are BLOBs, as "[1, 2]"; of the meta only the
+ * duration, so a local shard's size comes from the catalog as before: scripts/lib/shard-report.ts).
+ */
+async function executeLocalD1(sql: string, persistTo: string | undefined, binding: string): Promise<D1StatementResult[]> {
+  const db = await localD1(binding, persistTo);
+  const statements = (() => {
+    try {
+      return splitSqlStatements(sql);
+    } catch (error) {
+      throw new WranglerError(error instanceof Error ? error.message : String(error), "");
+    }
+  })();
+  let results: D1Result<Record<string, unknown>>[];
+  for (let attempt = 1; ; attempt++) {
+    try {
+      results = await db.batch(statements.map((statement) => db.prepare(statement)));
+      break;
+    } catch (error) {
+      const cause = (error as { cause?: unknown }).cause ?? error;
+      const message = cause instanceof Error ? cause.message : String(cause);
+      if (attempt < LOCKED_ATTEMPTS && LOCKED.test(message)) {
+        await new Promise((r) => setTimeout(r, 100 * attempt));
+        continue;
+      }
+      throw new WranglerError(message, "");
+    }
+  }
+  return results.map((result) => ({
+    results: (result.results ?? []).map((row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, Array.isArray(value) ? `[${value.join(", ")}]` : value]))),
+    success: result.success,
+    meta: { duration: result.meta?.duration },
+  }));
+}
+
+async function executeRemoteD1(sql: string, target: D1Target, binding: string): Promise<D1StatementResult[]> {
   const run = await runWrangler(["d1", "execute", binding, ...d1TargetArgs(target), "--json", "--yes", "--command", sql]);
   const output = `${run.stdout}\n${run.stderr}`.trim();
   if (run.code !== 0) {
@@ -112,21 +165,6 @@ export async function executeD1(sql: string, target: D1Target, binding = "DB"): 
   } catch {
     throw new WranglerError("wrangler d1 execute printed no JSON result", output);
   }
-}
-
-/**
- * The D1 bindings wrangler.toml declares, in order: the catalog (`DB`) first, then the data
- * shards. Read from the file itself, so a shard added there is migrated with no other change.
- */
-export function d1Bindings(): string[] {
-  const toml = readFileSync(join(REPO_ROOT, "wrangler.toml"), "utf8");
-  const bindings: string[] = [];
-  for (const block of toml.split(/^\[\[/m).slice(1)) {
-    if (!block.startsWith("d1_databases]]")) continue;
-    const binding = /^binding\s*=\s*"([^"]+)"/m.exec(block)?.[1];
-    if (binding) bindings.push(binding);
-  }
-  return bindings;
 }
 
 /**

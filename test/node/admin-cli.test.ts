@@ -10,6 +10,7 @@ import { rmSync } from "node:fs";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, startDevServer, stopDevServer, waitUntilHealthy } from "../../scripts/lib/local-server";
+import { closeLocalD1 } from "../../scripts/lib/local-d1";
 import { REPO_ROOT, executeD1 } from "../../scripts/lib/wrangler";
 import { migratedStateDir } from "./migrated-state";
 
@@ -65,7 +66,9 @@ beforeAll(async () => {
   persistTo = await migratedStateDir("trace-store-admin-");
 });
 
-afterAll(() => {
+afterAll(async () => {
+  // The test's own reads of the databases run in this process (scripts/lib/local-d1.ts).
+  await closeLocalD1();
   rmSync(persistTo, { recursive: true, force: true });
 });
 
@@ -282,7 +285,7 @@ describe("admin command line", () => {
       expect(await search()).toContain("later");
 
       // Refusals only read the catalog (or nothing), each its own command, one after another: run
-      // side by side, six `wrangler d1 execute` opening the catalog at once beside the service's own
+      // side by side, six `wrangler d1 execute` (now six commands' in-process workerds) opening the catalog at once beside the service's own
       // workerd failed one read with D1's "internal error" (SQLite busy; clean-clone run of
       // 2026-11-29, load 6-10).
       const refusals: [string[], number, RegExp][] = [

@@ -11,6 +11,7 @@ import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { closeLocalD1 } from "../../scripts/lib/local-d1";
 import { REPO_ROOT, executeD1 } from "../../scripts/lib/wrangler";
 import { migratedStateDir } from "./migrated-state";
 
@@ -46,7 +47,9 @@ beforeAll(async () => {
   );
 }, 480_000);
 
-afterAll(() => {
+afterAll(async () => {
+  // The test's own reads of the databases run in this process (scripts/lib/local-d1.ts).
+  await closeLocalD1();
   if (persistTo) rmSync(persistTo, { recursive: true, force: true });
 });
 
@@ -62,8 +65,7 @@ describe("shard backups with the text index", () => {
     expect(imported.code, imported.stderr).toBe(0);
     expect(JSON.parse(imported.stdout)).toMatchObject({ shard: "SHARD_1", records: 300 });
 
-    // Both shards read with the same statements, one `wrangler d1 execute` per shard (each is a
-    // process of a few CPU seconds): one result set per statement.
+    // Both shards read with the same statements: one result set per statement.
     const compared = [
       "SELECT rid, id, input, family_key FROM records ORDER BY rid",
       "SELECT * FROM record_metrics ORDER BY metric_key, value, record_id",

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort, isPortFree } from "../../scripts/lib/local-server";
+import { closeLocalD1 } from "../../scripts/lib/local-d1";
 import { REPO_ROOT, executeD1 } from "../../scripts/lib/wrangler";
 
 let persistTo: string;
@@ -112,7 +113,9 @@ afterEach(async () => {
   running = undefined;
 });
 
-afterAll(() => {
+afterAll(async () => {
+  // The test's own reads of the databases run in this process (scripts/lib/local-d1.ts).
+  await closeLocalD1();
   rmSync(persistTo, { recursive: true, force: true });
 });
 
