@@ -15,6 +15,7 @@ import { onProjectShard } from "../shards/project-shard";
 import { recordWriteStatements, runWriteBatch, shardMembershipStatements } from "./write-records";
 import { z } from "@hono/zod-openapi";
 import { redactionFor } from "../redaction/policy-store";
+import { noteScorableWrite } from "./scorable-writes";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
@@ -89,6 +90,7 @@ export async function ingestInto(
       ...heldPatchStatements(db, patchable, run.runId),
     ]),
   );
+  noteScorableWrite(c, scope, batch.records.map((r) => r.id));
   return { run, batch };
 }
 

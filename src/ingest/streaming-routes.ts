@@ -28,6 +28,7 @@ import {
   UpdateTraceResponse,
 } from "./streaming-schemas";
 import { onProjectShard } from "../shards/project-shard";
+import { noteScorableWrite } from "./scorable-writes";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -134,6 +135,7 @@ async function applyUpdate(
     const session =
       target.family === "trace" ? traceSessionQuery(db, target.id, scope) : db.prepare(SESSION_OF_SPAN).bind(target.id, run.runId, projectId);
     const results = await db.batch([...membership, ...statements, session]);
+    if (results[membership.length + appliedAt]!.meta.changes > 0) noteScorableWrite(c, { organizationId: principal.organizationId, ...scope }, [target.id]);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return { run, applied: results[membership.length + appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
   });
@@ -172,6 +174,7 @@ export function registerStreamingIngest(app: Router): void {
         traceSessionQuery(db, body.trace_id, scope),
       ]),
     );
+    noteScorableWrite(c, scope, spanIds);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(
       {
