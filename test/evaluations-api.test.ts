@@ -169,6 +169,14 @@ describe("scoring after the write", () => {
     });
     expect(found.status, JSON.stringify(found.body)).toBe(200);
     expect(found.body.records.map((r: { id: string }) => r.id)).toEqual([ids.json]);
+    // Sorted by the score, and averaged by metrics/search like any metric.
+    const sorted = await call(`/v2/projects/${projectId}/traces/partial_search`, { as: member, body: { log_stream_id: stream, sort: { column_id: "metrics/output_words", ascending: false }, limit: 10 } });
+    expect(sorted.body.records.map((r: { id: string }) => r.id)).toEqual([ids.text, ids.json]);
+    const start = new Date(Date.now() - 3_600_000).toISOString();
+    const end = new Date(Date.now() + 60_000).toISOString();
+    const averaged = await call(`/v2/projects/${projectId}/metrics/search`, { as: member, body: { log_stream_id: stream, start_time: start, end_time: end, interval: 120 } });
+    expect(averaged.status, JSON.stringify(averaged.body)).toBe(200);
+    expect(averaged.body.aggregate_metrics.average_output_words).toBe(2.5);
 
     // Redelivered (twice, concurrently): still one result per record and scorer.
     const body: EvaluationMessage = { kind: "score", organizationId: admin.organizationId, projectId, runId: stream, recordIds: [ids.json, ids.text] };
@@ -197,6 +205,9 @@ describe("scoring after the write", () => {
     });
     expect(JSON.parse(stored.metric_info!).cheap).toMatchObject({ status_type: "not_applicable", message: "not scored: the record has no cost" });
     expect(JSON.parse(stored.metrics).cheap).toBeUndefined();
+    // The search answer shows it too (a result without a value is still a metric_info entry).
+    const found = await call(`/v2/projects/${projectId}/traces/partial_search`, { as: member, body: { log_stream_id: run, include_code_metric_metadata: true, limit: 5 } });
+    expect(found.body.records[0].metric_info.cheap).toMatchObject({ status_type: "not_applicable", message: "not scored: the record has no cost", scorer_id: cost });
   });
 
   it("samples deterministically: a rate of 0 scores nothing", async () => {
