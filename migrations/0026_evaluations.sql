@@ -87,3 +87,22 @@ CREATE TABLE `evaluation_results` (
 ) WITHOUT ROWID;--> statement-breakpoint
 -- GET on a scorer: its counts by status and its last error, without reading its results.
 CREATE INDEX `evaluation_results_scorer_status` ON `evaluation_results` (`scorer_id`,`status`,`updated_at`);
+--> statement-breakpoint
+-- 5. Backfills (`job_name: "score"`): the org-job's exact progress, and the job's own state (the
+--    run, the range by created_at, the scorers, and how far it got: family, created_at, id).
+ALTER TABLE `org_jobs` ADD `records_scored` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE `org_jobs` ADD `records_skipped` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE `org_jobs` ADD `score_errors` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+CREATE TABLE `evaluation_backfills` (
+	`job_id` text PRIMARY KEY NOT NULL,
+	`organization_id` text NOT NULL,
+	`project_id` text NOT NULL,
+	`run_id` text NOT NULL,
+	`start_time` integer NOT NULL,
+	`end_time` integer NOT NULL,
+	`scorer_ids` text,
+	`family` integer DEFAULT 0 NOT NULL,
+	`after_created_at` integer,
+	`after_id` text,
+	`step` integer DEFAULT 0 NOT NULL
+);

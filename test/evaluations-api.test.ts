@@ -220,4 +220,39 @@ describe("scoring after the write", () => {
     await handleEvaluationQueue(createMessageBatch<EvaluationMessage>("trace-store-evaluations", [{ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body }]), env);
     expect((await storedRecord(ids.unsampled))!.metric_info).toBeNull();
   });
+
+  it("backfills stored records as an org-job, and a new version re-scores only by backfill", async () => {
+    const run = (await call(`/v2/projects/${projectId}/log_streams`, { as: admin, body: { name: "backfilled" } })).body.id;
+    const traces = [crypto.randomUUID(), crypto.randomUUID(), crypto.randomUUID()];
+    expect((await call(`/v2/projects/${projectId}/traces`, { as: admin, body: { log_stream_id: run, traces: traces.map((id) => ({ id, input: "q", output: "alpha" })) } })).status).toBe(200);
+    const id = await presetScorer("mentions_alpha", "contains", { values: ["alpha"] }, { scoreable_node_types: ["trace"] });
+    const path = `/v2/projects/${projectId}/log_streams/${run}/metric_settings/backfill`;
+    const start = new Date(Date.now() - 3_600_000).toISOString();
+    const end = new Date(Date.now() + 60_000).toISOString();
+    expect((await call(path, { as: admin, body: { start_time: start, end_time: end } })).status).toBe(422); // no scorer on the run yet
+    expect((await call(path, { as: admin, body: { start_time: end, end_time: start, scorer_ids: [id] } })).status).toBe(422);
+    expect((await call(path, { as: member, body: { start_time: start, end_time: end, scorer_ids: [id] } })).status).toBe(403);
+    expect((await call(`/v2/projects/${projectId}/log_streams/${run}/metric_settings`, { as: admin, method: "PATCH", body: { scorers: [{ id }] } })).status).toBe(200);
+    const job = await call(path, { as: admin, body: { start_time: start, end_time: end } });
+    expect(job.status, JSON.stringify(job.body)).toBe(200);
+    const done = await until("the backfill", async () => {
+      const j = await call(`/v2/org-jobs/${job.body.job_id}`, { as: admin });
+      return j.body.status === "completed" ? j.body : null;
+    });
+    expect(done).toMatchObject({ job_name: "score", progress: { records_scored: 3, records_skipped: 0, errors: 0 }, request_data: { run_id: run, scorer_ids: null } });
+    for (const trace of traces) expect(JSON.parse((await storedRecord(trace))!.metrics).mentions_alpha).toBe(1);
+
+    // A new version: new records use it, stored results stay until a backfill replaces them.
+    expect((await presetVersion(id, "contains", { values: ["alpha"], mode: "none" })).status).toBe(200);
+    const body: EvaluationMessage = { kind: "score", organizationId: admin.organizationId, projectId, runId: run, recordIds: traces };
+    await handleEvaluationQueue(createMessageBatch<EvaluationMessage>("trace-store-evaluations", [{ id: crypto.randomUUID(), timestamp: new Date(), attempts: 1, body }]), env);
+    expect(JSON.parse((await storedRecord(traces[0]!))!.metrics).mentions_alpha).toBe(1);
+    const again = await call(path, { as: admin, body: { start_time: start, end_time: end, scorer_ids: [id] } });
+    await until("the second backfill", async () => (await call(`/v2/org-jobs/${again.body.job_id}`, { as: admin })).body.status === "completed");
+    for (const trace of traces) {
+      const stored = (await storedRecord(trace))!;
+      expect(JSON.parse(stored.metrics).mentions_alpha).toBe(0);
+      expect(JSON.parse(stored.metric_info!).mentions_alpha).toMatchObject({ status_type: "success", scorer_version: 2 });
+    }
+  });
 });

@@ -4,6 +4,7 @@
  * A message that fails is retried by the queue; every write it makes is idempotent.
  */
 import type { Env, EvaluationMessage } from "../env";
+import { handleBackfillMessage } from "./backfill-job";
 import { judgeRecords } from "./judge-calls";
 import { scoreWrittenRecords } from "./score-records";
 
@@ -14,6 +15,7 @@ export async function handleEvaluationQueue(batch: MessageBatch<EvaluationMessag
     const body = message.body;
     try {
       if (body?.kind === "score" && Array.isArray(body.recordIds)) await scoreWrittenRecords(env, body, judgeRecords);
+      else if (body?.kind === "backfill" && typeof body.jobId === "string") await handleBackfillMessage(env, body.jobId, message.attempts);
       message.ack();
     } catch (error) {
       console.error(`evaluations: a ${body?.kind ?? "malformed"} message failed: ${error instanceof Error ? error.message : String(error)}`);

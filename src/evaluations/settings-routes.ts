@@ -15,10 +15,19 @@ import { RequestValidationError } from "../http/errors";
 import type { Principal } from "../http/app-env";
 import type { Env } from "../env";
 import { ownedRunOrThrow, runOwnershipQuery } from "../projects/run-access";
+import { startBackfill } from "./backfill-job";
 import { forgetRunSettings, type RunSettings, runSettings, SettingsBody } from "./run-settings";
 
 const json = <T extends z.ZodTypeAny>(schema: T, description: string) => ({ content: { "application/json": { schema } }, description });
 const Answer = z.record(z.string(), z.unknown()).openapi("MetricSettingsAnswer");
+
+const Backfill = z
+  .strictObject({
+    start_time: z.string().datetime({ offset: true }),
+    end_time: z.string().datetime({ offset: true }),
+    scorer_ids: z.array(Uuid).min(1).max(50).nullable().optional().openapi({ description: "The scorers to run; by default the run's." }),
+  })
+  .openapi("ScoreBackfill");
 
 const RUN_PATHS: { segment: string; kind: RunKind; param: string }[] = [
   { segment: "log_streams", kind: "log_stream", param: "log_stream_id" },
@@ -102,6 +111,37 @@ export function registerMetricSettings(app: Router): void {
           .run();
         forgetRunSettings(run.id);
         return c.json(await settingsAnswer(c.env, principal.organizationId, settings), 200);
+      },
+    );
+    app.openapi(
+      createRoute({
+        method: "post",
+        path: `${path}/backfill`,
+        tags: ["Evaluations"],
+        summary: `Score a ${kind.replace("_", " ")}'s stored records`,
+        description: "Scores the run's records created in `[start_time, end_time)` as an org-job (`GET /v2/org-jobs/{job_id}`, `job_name: score`, progress `{records_scored, records_skipped, errors}`). A result of an older version of a scorer is replaced. Admins only.",
+        middleware: [adminOnly] as const,
+        request: { params: Params, body: { content: { "application/json": { schema: Backfill } }, required: true } },
+        responses: { 200: json(z.object({ job_id: z.string(), message: z.string() }), "The job"), ...adminOnlyResponse, ...commonErrorResponses },
+      }),
+      async (c) => {
+        const principal = c.get("principal");
+        const params = c.req.valid("param") as Record<string, string>;
+        const body = c.req.valid("json");
+        const run = await ownedRun(c.env, principal, params.project_id!, params[param]!, kind);
+        const start = Date.parse(body.start_time) * 1000;
+        const end = Date.parse(body.end_time) * 1000;
+        if (end <= start) throw new RequestValidationError([{ loc: ["body", "end_time"], msg: "Value error, end_time must be after start_time", type: "value_error" }]);
+        const scorerIds = body.scorer_ids ? [...new Set(body.scorer_ids)] : null;
+        if (scorerIds) {
+          const known = await c.env.DB.prepare("SELECT id FROM scorers WHERE organization_id = ?1 AND id IN (SELECT value FROM json_each(?2))").bind(principal.organizationId, JSON.stringify(scorerIds)).all<{ id: string }>();
+          const missing = scorerIds.filter((id) => !known.results.some((r) => r.id === id));
+          if (missing.length > 0) throw new RequestValidationError([{ loc: ["body", "scorer_ids"], msg: `Value error, no scorer ${missing.map((m) => JSON.stringify(m)).join(", ")} in this organization`, type: "value_error" }]);
+        } else if (!(await runSettings(c.env, run.id, true))) {
+          throw new RequestValidationError([{ loc: ["body", "scorer_ids"], msg: "Value error, no scorer runs on this run: name scorer_ids, or PATCH its metric_settings first", type: "value_error" }]);
+        }
+        const jobId = await startBackfill(c.env, { organizationId: principal.organizationId, projectId: run.projectId, runId: run.id, createdBy: principal.userId, startMicros: start, endMicros: end, scorerIds });
+        return c.json({ job_id: jobId, message: "The backfill is queued: GET /v2/org-jobs/{job_id} shows its progress." }, 200);
       },
     );
   }
