@@ -73,6 +73,10 @@ describe("scorers", () => {
     expect(versions.body.map((v: { version: number }) => v.version)).toEqual([2, 1]);
     const listed = await call("/v2/scorers/list", { as: member, body: { filters: [{ name: "name", value: "greet", operator: "contains" }] } });
     expect(listed.body.scorers.map((s: { name: string }) => s.name)).toEqual(["has_greeting"]);
+    // A long `contains` value is no database error (D1 refuses LIKE patterns over 50 bytes).
+    const long = await call("/v2/scorers/list", { as: member, body: { filters: [{ name: "tags", value: "t".repeat(200), operator: "contains" }] } });
+    expect(long.status, JSON.stringify(long.body)).toBe(200);
+    expect(long.body.scorers).toEqual([]);
     const renamed = await call(`/v2/scorers/${id}`, { as: admin, method: "PATCH", body: { name: "greets", daily_budget: 5 } });
     expect(renamed.body).toMatchObject({ name: "greets", daily_budget: 5 });
     expect((await call(`/v2/scorers/${id}`, { as: admin, method: "DELETE" })).body).toEqual({ id, deleted: true });
@@ -192,6 +196,18 @@ describe("scoring after the write", () => {
 
     const health = await call(`/v2/scorers/${words}`, { as: member });
     expect(health.body.counts).toEqual({ pending: 0, success: 2, error: 0 });
+  });
+
+  it("tests a scorer on a chosen record, storing nothing", async () => {
+    const id = await presetScorer("tested_only", "contains", { values: ["plain"] }, { scoreable_node_types: ["trace"] });
+    const tested = await call(`/v2/scorers/${id}/test`, { as: admin, body: { project_id: projectId, record_id: ids.text } });
+    expect(tested.status, JSON.stringify(tested.body)).toBe(200);
+    expect(tested.body).toEqual({ scorer_id: id, version: 1, record_id: ids.text, result: { status_type: "success", value: 1 } });
+    expect(JSON.parse((await storedRecord(ids.text))!.metrics).tested_only).toBeUndefined();
+    expect((await call(`/v2/scorers/${id}/test`, { as: member, body: { project_id: projectId, record_id: ids.text } })).status).toBe(403);
+    expect((await call(`/v2/scorers/${id}/test`, { as: admin, body: { project_id: projectId, record_id: "nope" } })).status).toBe(404);
+    const foreign = (await call("/v2/projects", { as: other, body: { name: "elsewhere" } })).body.id;
+    expect((await call(`/v2/scorers/${id}/test`, { as: admin, body: { project_id: foreign, record_id: ids.text } })).status).toBe(404);
   });
 
   it("says why a record was not scored, and leaves untouched records no metric", async () => {

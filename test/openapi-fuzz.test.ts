@@ -155,6 +155,9 @@ async function seed(tenant: Tenant): Promise<Dataset> {
     expect(rule.status, JSON.stringify(rule.body)).toBe(200);
     alertIds.push(rule.body.id);
   }
+  // Both judge integrations, so that a fuzzed DELETE of either can find one.
+  expect((await call("/v2/integrations/openai", { as: tenant, method: "PUT", body: { token: "fuzz-token" } })).status).toBe(200);
+  expect((await call("/v2/integrations/custom", { as: tenant, method: "PUT", body: { endpoint: "http://127.0.0.1:9/v1", api_key_value: "fuzz-key", models: ["fuzz-model"] } })).status).toBe(200);
   // Scorers with a version (several: a fuzzed DELETE may remove some first).
   const scorerIds: string[] = [];
   for (let i = 0; i < 6; i++) {
@@ -414,6 +417,7 @@ function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ content
   if (operation.method === "PUT" && operation.path.endsWith("/integrations/custom")) {
     return fc.constant(json({ endpoint: "http://127.0.0.1:9/v1", api_key_value: "fuzz-key", models: ["fuzz-model"] }));
   }
+  if (operation.method === "POST" && operation.path.endsWith("/scorers/{scorer_id}/test")) return fc.constant(json({ project_id: own.projectId, record_id: (own.named.record_id ?? [])[0] }));
   if (operation.method === "POST" && operation.path.endsWith("/version/llm")) return fc.constant(json({ user_prompt: "Rate {output}", model_name: "fuzz-model" }));
   if (operation.method === "POST" && operation.path.endsWith("/version/preset")) return fc.constant(json({ preset: "length", params: { unit: "words" } }));
   if (operation.method === "PATCH" && operation.path.endsWith("/scorers/{scorer_id}")) return fc.string({ maxLength: 50 }).map((description) => json({ description }));

@@ -156,6 +156,49 @@ async function pooled<T>(items: T[], limit: number, work: (item: T) => Promise<v
   }));
 }
 
+type Answer = Extract<CallResult, { ok: true }>;
+
+/** `num_judges` answers as one result: the mean (or the majority label, ties to the first listed), tokens summed, their cost. */
+function aggregateAnswers(llm: LlmDefinition, answers: Answer[], prices: Awaited<ReturnType<typeof priceBookFor>>) {
+  const inputTokens = answers.reduce((s, a) => s + a.inputTokens, 0);
+  const outputTokens = answers.reduce((s, a) => s + a.outputTokens, 0);
+  const price = prices(llm.model_name);
+  const judge = { model: llm.model_name, num_input_tokens: inputTokens, num_output_tokens: outputTokens, cost: price ? callCost(price, inputTokens, outputTokens) : null };
+  let value: number;
+  let label: string | undefined;
+  if (llm.output_type === "categorical") {
+    const categories = llm.categories ?? [];
+    const votes = categories.map((c) => answers.filter((a) => a.value === c).length);
+    const best = votes.indexOf(Math.max(...votes));
+    value = best;
+    label = categories[best];
+  } else value = answers.reduce((s, a) => s + (a.value as number), 0) / answers.length;
+  const explanation = answers.map((a) => a.explanation).filter((e) => e).join("\n\n");
+  return { value, label, explanation, judge };
+}
+
+/**
+ * One judgement of one record, stored nowhere (a scorer's test on a chosen record): paced like
+ * any call (never past the integration's requests per minute), not counted in the daily budget,
+ * not retried. `metric_info`'s shape, or `{retryAfterS}` when the pace allows no call now.
+ */
+export async function judgeOnce(env: Env, organizationId: string, llm: LlmDefinition, record: ScorableRecord): Promise<Record<string, unknown> | { retryAfterS: number }> {
+  const integration = await env.DB.prepare("SELECT name, endpoint, api_key_header, key_sealed, max_concurrency, requests_per_minute FROM judge_integrations WHERE organization_id = ?1 AND name = ?2").bind(organizationId, llm.integration).first<Integration>();
+  if (!integration) return { status_type: "error", message: `no "${llm.integration}" judge integration: an admin sets one with PUT /v2/integrations/${llm.integration}` };
+  const minute = Math.floor(Date.now() / 60_000);
+  if (!(await take(env.DB, TAKE_MINUTE, [organizationId, integration.name, minute, llm.num_judges, integration.requests_per_minute]))) return { retryAfterS: Math.ceil((minute + 1) * 60 - Date.now() / 1000) };
+  const key = await unsealKey(env, integration.key_sealed);
+  const prompt = renderPrompt(llm.user_prompt, record);
+  const answers: Answer[] = [];
+  for (let i = 0; i < llm.num_judges; i++) {
+    const result = await callJudge(integration, key, llm, prompt);
+    if (!result.ok) return { status_type: "error", message: result.message };
+    answers.push(result);
+  }
+  const { value, label, explanation, judge } = aggregateAnswers(llm, answers, await priceBookFor(env.DB, organizationId));
+  return { status_type: "success", value: label ?? value, ...(label !== undefined ? { label } : {}), explanation, judge };
+}
+
 /** Judges the (record, scorer) pairs; see the header. */
 export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { scorer: ActiveScorer; record: ScorableRecord }[]): Promise<ChunkTally> {
   const env = ctx.env;
@@ -231,7 +274,7 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
         return;
       }
       const prompt = renderPrompt(llm.user_prompt, record);
-      const answers: Extract<CallResult, { ok: true }>[] = [];
+      const answers: Answer[] = [];
       for (let i = 0; i < calls; i++) {
         const result = await callJudge(integration, key, llm, prompt);
         if (!result.ok) {
@@ -246,20 +289,7 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
         }
         answers.push(result);
       }
-      const inputTokens = answers.reduce((s, a) => s + a.inputTokens, 0);
-      const outputTokens = answers.reduce((s, a) => s + a.outputTokens, 0);
-      const price = prices(llm.model_name);
-      const judge = { model: llm.model_name, num_input_tokens: inputTokens, num_output_tokens: outputTokens, cost: price ? callCost(price, inputTokens, outputTokens) : null };
-      let value: number;
-      let label: string | undefined;
-      if (llm.output_type === "categorical") {
-        const categories = llm.categories ?? [];
-        const votes = categories.map((c) => answers.filter((a) => a.value === c).length);
-        const best = votes.indexOf(Math.max(...votes));
-        value = best;
-        label = categories[best];
-      } else value = answers.reduce((s, a) => s + (a.value as number), 0) / answers.length;
-      const explanation = answers.map((a) => a.explanation).filter((e) => e).join("\n\n");
+      const { value, label, explanation, judge } = aggregateAnswers(llm, answers, prices);
       outcomes.push(outcome(scorer, record, "success", value, { value: label ?? value, ...(label !== undefined ? { label } : {}), explanation, judge }, null));
     });
   }

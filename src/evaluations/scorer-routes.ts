@@ -10,7 +10,11 @@ import { nowMicros } from "../db/client";
 import { adminOnlyResponse, commonErrorResponses, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ApiError, notFound, RequestValidationError } from "../http/errors";
+import { judgeOnce } from "./judge-calls";
 import { parsePresetParams, PRESET_NAMES } from "./preset-definitions";
+import { runPreset } from "./preset-scorers";
+import { SCORABLE_COLUMNS, type ScorableRecord } from "./scorable-record";
+import { projectDatabase } from "./score-records";
 import { type LlmDefinition, OUTPUT_TYPES, scorerAnswer, scorerById, scorerHealth, SCORER_SELECT, type ScorerRow, type VersionDefinition, versionAnswer, type VersionRow } from "./scorer-store";
 
 export const SCORER_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -83,6 +87,18 @@ const routes = {
   versions: createRoute({ method: "get", path: "/scorers/{scorer_id}/versions", tags: TAGS, summary: "A scorer's versions, newest first", request: { params: ScorerIdParam }, responses: { 200: json(z.array(z.record(z.string(), z.unknown())), "The versions"), ...commonErrorResponses } }),
 };
 
+const TestOnRecord = z.strictObject({ project_id: Uuid, record_id: z.string().min(1).max(200) }).openapi("ScorerTest");
+const testRoute = createRoute({
+  method: "post",
+  path: "/scorers/{scorer_id}/test",
+  tags: TAGS,
+  summary: "Run a scorer's current version on one stored record, storing nothing",
+  description: "Answers what `metric_info.<name>` would hold. An LLM judge's test call is paced like any (a 429 with Retry-After past the integration's requests per minute) and not counted in the daily budget. Admins only (a judge call may cost money).",
+  middleware: [adminOnly] as const,
+  request: { params: ScorerIdParam, body: { content: { "application/json": { schema: TestOnRecord } }, required: true } },
+  responses: { 200: json(z.object({ scorer_id: z.string(), version: z.number(), record_id: z.string(), result: z.record(z.string(), z.unknown()) }), "The result, not stored"), ...adminOnlyResponse, ...commonErrorResponses },
+});
+
 const nameTaken = (name: string) => new ApiError(409, `A scorer named "${name}" already exists in this organization`);
 const isUniqueViolation = (error: unknown) => /UNIQUE constraint failed: scorers\./.test(`${String(error)} ${String((error as { cause?: unknown })?.cause ?? "")}`);
 
@@ -134,10 +150,11 @@ export function registerScorers(app: Router): void {
     const conditions = ["s.organization_id = ?1"];
     const params: unknown[] = [principal.organizationId];
     for (const f of b.filters) {
-      params.push(f.operator === "eq" ? f.value : `%${f.value.replace(/[\\%_]/g, (m) => `\\${m}`)}%`);
+      // `contains` by instr, not LIKE: D1 refuses LIKE patterns over 50 bytes ("pattern too complex").
+      params.push(f.operator === "eq" ? f.value : f.value.toLowerCase());
       const p = `?${params.length}`;
-      if (f.name === "tags") conditions.push(f.operator === "eq" ? `EXISTS (SELECT 1 FROM json_each(s.tags) WHERE value = ${p})` : `EXISTS (SELECT 1 FROM json_each(s.tags) WHERE value LIKE ${p} ESCAPE '\\')`);
-      else conditions.push(f.operator === "eq" ? `s.${f.name} = ${p}` : `s.${f.name} LIKE ${p} ESCAPE '\\'`);
+      if (f.name === "tags") conditions.push(f.operator === "eq" ? `EXISTS (SELECT 1 FROM json_each(s.tags) WHERE value = ${p})` : `EXISTS (SELECT 1 FROM json_each(s.tags) WHERE instr(lower(value), ${p}) > 0)`);
+      else conditions.push(f.operator === "eq" ? `s.${f.name} = ${p}` : `instr(lower(s.${f.name}), ${p}) > 0`);
     }
     params.push(b.limit + 1, b.starting_token);
     const rows = await c.env.DB.prepare(`${SCORER_SELECT} WHERE ${conditions.join(" AND ")} ORDER BY s.name LIMIT ?${params.length - 1} OFFSET ?${params.length}`)
@@ -220,6 +237,27 @@ export function registerScorers(app: Router): void {
       integration,
     };
     return c.json(versionAnswer(await addVersion(c.env, scorer, { kind: "llm", llm })), 200);
+  });
+
+  app.openapi(testRoute, async (c) => {
+    const principal = c.get("principal");
+    const scorer = await mustFind(c.env, principal.organizationId, c.req.valid("param").scorer_id);
+    const b = c.req.valid("json");
+    if (!scorer.version_id || !scorer.v_definition) throw new RequestValidationError([{ loc: ["path", "scorer_id"], msg: "Value error, the scorer has no version yet: add one first", type: "value_error" }]);
+    const { db } = await projectDatabase(c.env, principal.organizationId, b.project_id);
+    const record = await db.prepare(`SELECT ${SCORABLE_COLUMNS} FROM records WHERE project_id = ?1 AND id = ?2`).bind(b.project_id, b.record_id).first<ScorableRecord>();
+    if (!record) throw notFound("Record");
+    const definition = JSON.parse(scorer.v_definition) as VersionDefinition;
+    let result: Record<string, unknown>;
+    if (definition.kind === "preset") {
+      const outcome = runPreset(definition.preset, record);
+      result = "skipped" in outcome ? { status_type: "not_applicable", message: `not scored: ${outcome.skipped}` } : { status_type: "success", value: outcome.value };
+    } else {
+      const judged = await judgeOnce(c.env, principal.organizationId, definition.llm, record);
+      if ("retryAfterS" in judged) throw new ApiError(429, "The judge integration's requests per minute are used up; retry after the minute", { "Retry-After": String(judged.retryAfterS) });
+      result = judged;
+    }
+    return c.json({ scorer_id: scorer.id, version: scorer.v_version!, record_id: record.id, result }, 200);
   });
 
   app.openapi(routes.versions, async (c) => {

@@ -128,6 +128,9 @@ describe("LLM judges under wrangler dev", () => {
     expect(mine[0]!.body.messages[1]!.content).toBe("Is this polite? Thank you kindly. (lang en)");
     expect(mine[0]!.body.response_format.type).toBe("json_schema");
     expect(Object.keys(mine[0]!.body.response_format.json_schema.schema.properties)).toEqual(["score", "explanation"]);
+    // A test on a chosen record calls the judge and stores nothing.
+    const tested = await api(`/scorers/${scorerId}/test`, { project_id: projectId, record_id: rudeId });
+    expect(tested.body).toMatchObject({ record_id: rudeId, version: 1, result: { status_type: "success", value: 0, explanation: expect.stringContaining("Insulting.") } });
   });
 
   it("retries a 429 after its Retry-After, and leaves a 400 as an error GET on the scorer reports", async () => {
