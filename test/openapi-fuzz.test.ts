@@ -168,9 +168,12 @@ async function seed(tenant: Tenant): Promise<Dataset> {
     expect((await call(`/v2/scorers/${scorer.body.id}/version/${type}`, { as: tenant, body: version })).status).toBe(200);
     scorerIds.push(scorer.body.id);
   }
+  // A scorer no fuzzed DELETE names (it is not a path's scorer_id), for the backfills' valid bodies.
+  const backfillScorer = await call("/v2/scorers", { as: tenant, body: { name: `fuzz_backfill_${crypto.randomUUID().slice(0, 8)}`, scorer_type: "preset" } });
+  expect((await call(`/v2/scorers/${backfillScorer.body.id}/version/preset`, { as: tenant, body: { preset: "is_json", params: {} } })).status).toBe(200);
   const token = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
   const logoutToken = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
-  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, annotation_template_id: queueTemplateIds, user_id: [tenant.userId], run_id: [logStreamId], channel_id: channelIds, alert_id: alertIds, scorer_id: scorerIds };
+  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, annotation_template_id: queueTemplateIds, user_id: [tenant.userId], run_id: [logStreamId], channel_id: channelIds, alert_id: alertIds, scorer_id: scorerIds, backfill_scorer_id: [backfillScorer.body.id as string] };
   return { tenant, member, token, logoutToken, projectId, logStreamId, experimentId, projectTemplateIds, named, ids: Object.values(named).flat() };
 }
 
@@ -416,6 +419,9 @@ function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ content
   // A judge endpoint must be a URL the address rules allow; a scorer's new name must be free.
   if (operation.method === "PUT" && operation.path.endsWith("/integrations/custom")) {
     return fc.constant(json({ endpoint: "http://127.0.0.1:9/v1", api_key_value: "fuzz-key", models: ["fuzz-model"] }));
+  }
+  if (operation.method === "POST" && operation.path.endsWith("/metric_settings/backfill")) {
+    return fc.constant(json({ start_time: new Date(Date.now() - 3_600_000).toISOString(), end_time: new Date().toISOString(), scorer_ids: own.named.backfill_scorer_id }));
   }
   if (operation.method === "POST" && operation.path.endsWith("/scorers/{scorer_id}/test")) return fc.constant(json({ project_id: own.projectId, record_id: (own.named.record_id ?? [])[0] }));
   if (operation.method === "POST" && operation.path.endsWith("/version/llm")) return fc.constant(json({ user_prompt: "Rate {output}", model_name: "fuzz-model" }));
