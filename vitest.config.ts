@@ -94,6 +94,8 @@ export default defineConfig(async () => {
                   // Channels may point at 127.0.0.1 (as under wrangler dev), and a failing delivery
                   // gives up after its second attempt instead of retrying for 24 hours in the background.
                   ALERT_DESTINATIONS: "local",
+                  JUDGE_DESTINATIONS: "local",
+                  JUDGE_RETRY_DELAYS_SECONDS: "1",
                   ALERT_RETRY_DELAYS_SECONDS: "1",
                   ALERT_RETRY_FOR_SECONDS: "1",
                 },
@@ -111,6 +113,7 @@ export default defineConfig(async () => {
                   "trace-store-upkeep": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 10 },
                   "trace-store-alerts": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
                   "trace-store-alert-evaluations": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
+                  "trace-store-evaluations": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
                 },
               },
             }),

@@ -147,7 +147,7 @@ if (ensureDevVars()) say("created .dev.vars with a random TOKEN_SECRET (from .de
 say(`starting wrangler dev on ${baseUrl}`);
 // Alerts: channels may point at local receivers (contract section 16: http and local addresses
 // under wrangler dev), and notifications link to this server (docs/alerts.md).
-const devServer = startDevServer({ port, persistTo, inspectorPort, stdio: "inherit", vars: { ALERT_DESTINATIONS: "local", PUBLIC_URL: `http://${LOOPBACK}:${port}` } });
+const devServer = startDevServer({ port, persistTo, inspectorPort, stdio: "inherit", vars: { ALERT_DESTINATIONS: "local", JUDGE_DESTINATIONS: "local", PUBLIC_URL: `http://${LOOPBACK}:${port}` } });
 server = devServer;
 devServer.on("exit", (code, signal) => {
   process.exit(code ?? (signal ? 128 + (constants.signals[signal] ?? 0) : 1));

@@ -40,6 +40,10 @@ import { registerRuns } from "./projects/runs-routes";
 import { registerCounts } from "./search/count-handler";
 import { registerSearch } from "./search/search-handler";
 import { upkeepAfterWrites } from "./upkeep/upkeep-request";
+import { registerIntegrations } from "./evaluations/integration-routes";
+import { registerScorers } from "./evaluations/scorer-routes";
+import { registerMetricSettings } from "./evaluations/settings-routes";
+import { scoringAfterWrites } from "./evaluations/scoring-request";
 
 /** Routes that need no credentials, served at the root and under /v2. */
 function publicRoutes() {
@@ -82,6 +86,9 @@ function protectedRoutes() {
   registerAnalyticsSettings(router);
   registerNotificationChannels(router);
   registerAlertRules(router);
+  registerIntegrations(router);
+  registerScorers(router);
+  registerMetricSettings(router);
   registerRecordLookups(router);
   registerDeletion(router);
   registerDeleteByFilter(router);
@@ -109,6 +116,8 @@ export function createApp() {
   app.use("*", paths.explorerOrNotFound);
   // Writes leave derived work (text index, metric cells): its upkeep starts once they are answered.
   app.use("*", upkeepAfterWrites);
+  // Records written to a run with scorers enabled are queued for scoring once answered (src/evaluations).
+  app.use("*", scoringAfterWrites);
   // Before anything reads credentials or a body: a page of another site gets nothing done here.
   app.use("*", refuseCrossSiteRequests);
   // OTLP bodies are protobuf or OTLP/JSON, answered by OTLP's rules (400 for an undecodable body,

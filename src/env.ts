@@ -41,6 +41,14 @@ export interface AlertEvaluationMessage {
   ruleIds: string[];
 }
 
+/**
+ * A message of the evaluation queue (src/evaluations): score these records of one run (written
+ * or updated just now), or advance a backfill job.
+ */
+export type EvaluationMessage =
+  | { kind: "score"; organizationId: string; projectId: string; runId: string; recordIds: string[] }
+  | { kind: "backfill"; jobId: string };
+
 declare global {
   namespace Cloudflare {
     interface Env {
@@ -81,6 +89,14 @@ declare global {
       ALERT_QUEUE: Queue<AlertDeliveryMessage>;
       /** One minute's due alert rules in batches, evaluated by its consumer (src/alerts/evaluation-fanout.ts). */
       ALERT_EVALUATION_QUEUE: Queue<AlertEvaluationMessage>;
+      /** Online evaluations: records to score after their write, and backfill jobs (src/evaluations, docs/evaluations.md). */
+      EVALUATION_QUEUE: Queue<EvaluationMessage>;
+      /** The secret judge integrations' keys are sealed with (AES-GCM, HKDF); TOKEN_SECRET when unset. */
+      EVALUATION_SECRET?: string;
+      /** "local": judge endpoints may be loopback and private addresses (wrangler dev: npm start, tests). */
+      JUDGE_DESTINATIONS?: string;
+      /** Retry delays of a failed judge call in seconds, comma-separated (default "5,30,120,300"); tests shorten them. */
+      JUDGE_RETRY_DELAYS_SECONDS?: string;
       /** "local": channels may use http and local addresses (wrangler dev: npm start, tests); else https to public hosts only. */
       ALERT_DESTINATIONS?: string;
       /** Retry delays of a failed delivery in seconds, comma-separated, the last repeated (default "5,30,120,600,3600"); tests shorten them. */

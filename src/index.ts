@@ -3,7 +3,8 @@ import { ALERT_QUEUE_NAME, handleAlertQueue } from "./alerts/delivery-consumer";
 import { runAlertCron } from "./alerts/alert-cron";
 import { ALERT_EVALUATION_QUEUE_NAME, handleAlertEvaluationQueue } from "./alerts/evaluation-fanout";
 import { handleDeletionQueue } from "./deletion/deletion-queue-consumer";
-import type { AlertDeliveryMessage, AlertEvaluationMessage, DeletionMessage, Env, ExportMessage, MoveMessage, UpkeepMessage } from "./env";
+import type { AlertDeliveryMessage, AlertEvaluationMessage, DeletionMessage, Env, EvaluationMessage, ExportMessage, MoveMessage, UpkeepMessage } from "./env";
+import { EVALUATION_QUEUE_NAME, handleEvaluationQueue } from "./evaluations/evaluation-consumer";
 import { drainUnreadBody } from "./http/drain-request-body";
 import { countInvocation, METER_PATH, meteredEnv, meterEnabled, meterResponse } from "./http/d1-meter";
 import { removeDueExportFiles } from "./export/export-file-removal";
@@ -57,6 +58,7 @@ export default {
     const env = bindingsFor(given, { queueMessages: batch.messages.length });
     if (batch.queue === UPKEEP_QUEUE_NAME) return handleUpkeepQueue(batch as MessageBatch<UpkeepMessage>, env);
     if (batch.queue === ALERT_QUEUE_NAME) return handleAlertQueue(batch as MessageBatch<AlertDeliveryMessage>, env);
+    if (batch.queue === EVALUATION_QUEUE_NAME) return handleEvaluationQueue(batch as MessageBatch<EvaluationMessage>, env);
     if (batch.queue === ALERT_EVALUATION_QUEUE_NAME) return handleAlertEvaluationQueue(batch as MessageBatch<AlertEvaluationMessage>, env);
     if (isMoveQueue(batch.queue)) {
       await handleMoveQueue(batch as MessageBatch<MoveMessage>, env);
@@ -98,7 +100,7 @@ export default {
     if (controller.cron === MOVE_WATCHDOG_CRON) ctx.waitUntil(runAlertCron(env, controller.scheduledTime));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
-} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage | UpkeepMessage | AlertDeliveryMessage | AlertEvaluationMessage>;
+} satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage | UpkeepMessage | AlertDeliveryMessage | AlertEvaluationMessage | EvaluationMessage>;
 
 /** requestUpkeep for each database; a failure is logged (the cron is the safety net), never the message's. */
 async function requestUpkeepOf(env: Env, shards: Iterable<string>): Promise<void> {

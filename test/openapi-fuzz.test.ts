@@ -155,9 +155,25 @@ async function seed(tenant: Tenant): Promise<Dataset> {
     expect(rule.status, JSON.stringify(rule.body)).toBe(200);
     alertIds.push(rule.body.id);
   }
+  // Both judge integrations, so that a fuzzed DELETE of either can find one.
+  expect((await call("/v2/integrations/openai", { as: tenant, method: "PUT", body: { token: "fuzz-token" } })).status).toBe(200);
+  expect((await call("/v2/integrations/custom", { as: tenant, method: "PUT", body: { endpoint: "http://127.0.0.1:9/v1", api_key_value: "fuzz-key", models: ["fuzz-model"] } })).status).toBe(200);
+  // Scorers with a version (several: a fuzzed DELETE may remove some first).
+  const scorerIds: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const type = i % 2 === 0 ? "preset" : "llm";
+    const scorer = await call("/v2/scorers", { as: tenant, body: { name: `fuzz_${i}_${crypto.randomUUID().slice(0, 8)}`, scorer_type: type } });
+    expect(scorer.status, JSON.stringify(scorer.body)).toBe(200);
+    const version = type === "preset" ? { preset: "is_json", params: {} } : { user_prompt: "Is {output} polite?", model_name: "fuzz-model" };
+    expect((await call(`/v2/scorers/${scorer.body.id}/version/${type}`, { as: tenant, body: version })).status).toBe(200);
+    scorerIds.push(scorer.body.id);
+  }
+  // A scorer no fuzzed DELETE names (it is not a path's scorer_id), for the backfills' valid bodies.
+  const backfillScorer = await call("/v2/scorers", { as: tenant, body: { name: `fuzz_backfill_${crypto.randomUUID().slice(0, 8)}`, scorer_type: "preset" } });
+  expect((await call(`/v2/scorers/${backfillScorer.body.id}/version/preset`, { as: tenant, body: { preset: "is_json", params: {} } })).status).toBe(200);
   const token = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
   const logoutToken = (await call("/login/api_key", { body: { api_key: tenant.apiKey } })).body.access_token as string;
-  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, annotation_template_id: queueTemplateIds, user_id: [tenant.userId], run_id: [logStreamId], channel_id: channelIds, alert_id: alertIds };
+  const named = { project_id: [projectId], log_stream_id: [logStreamId], experiment_id: [experimentId], session_id: [sessionId], trace_id: [traceId], span_id: spanIds, job_id: [job.body.job_id], template_id: templateIds, record_id: [traceId], queue_id: queueIds, annotation_template_id: queueTemplateIds, user_id: [tenant.userId], run_id: [logStreamId], channel_id: channelIds, alert_id: alertIds, scorer_id: scorerIds, backfill_scorer_id: [backfillScorer.body.id as string] };
   return { tenant, member, token, logoutToken, projectId, logStreamId, experimentId, projectTemplateIds, named, ids: Object.values(named).flat() };
 }
 
@@ -400,6 +416,17 @@ function validBodyOf(operation: Operation, own: Dataset): fc.Arbitrary<{ content
   if (operation.method === "POST" && operation.path.endsWith("/notification_channels")) {
     return fc.constantFrom("webhook", "slack").map((type) => json({ name: "fuzz", type, url: "http://127.0.0.1:9/fuzz" }));
   }
+  // A judge endpoint must be a URL the address rules allow; a scorer's new name must be free.
+  if (operation.method === "PUT" && operation.path.endsWith("/integrations/custom")) {
+    return fc.constant(json({ endpoint: "http://127.0.0.1:9/v1", api_key_value: "fuzz-key", models: ["fuzz-model"] }));
+  }
+  if (operation.method === "POST" && operation.path.endsWith("/metric_settings/backfill")) {
+    return fc.constant(json({ start_time: new Date(Date.now() - 3_600_000).toISOString(), end_time: new Date().toISOString(), scorer_ids: own.named.backfill_scorer_id }));
+  }
+  if (operation.method === "POST" && operation.path.endsWith("/scorers/{scorer_id}/test")) return fc.constant(json({ project_id: own.projectId, record_id: (own.named.record_id ?? [])[0] }));
+  if (operation.method === "POST" && operation.path.endsWith("/version/llm")) return fc.constant(json({ user_prompt: "Rate {output}", model_name: "fuzz-model" }));
+  if (operation.method === "POST" && operation.path.endsWith("/version/preset")) return fc.constant(json({ preset: "length", params: { unit: "words" } }));
+  if (operation.method === "PATCH" && operation.path.endsWith("/scorers/{scorer_id}")) return fc.string({ maxLength: 50 }).map((description) => json({ description }));
   if (operation.method === "POST" && operation.path.endsWith("/annotation_queues/{queue_id}/records")) {
     return fc.constant(json({ project_id: own.projectId, run_id: own.logStreamId, record_selector: { type: "record_ids", record_ids: own.named.record_id } }));
   }

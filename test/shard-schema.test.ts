@@ -41,6 +41,7 @@ const SHARD_TABLES = [
   "metric_day_cell_sessions",
   "span_model_prices",
   "upkeep_state",
+  "evaluation_results",
 ];
 
 /** The text index (migration 0016) and the tables FTS5 keeps it in. */

@@ -692,6 +692,10 @@ export const orgJobs = sqliteTable(
     /** Redaction jobs (src/redaction/apply-job.ts): records read in the range, and records rewritten. */
     recordsScanned: integer("records_scanned").notNull().default(0),
     recordsChanged: integer("records_changed").notNull().default(0),
+    /** Backfills of scorers (src/evaluations/backfill-job.ts): records scored, records no scorer applied to, errors. */
+    recordsScored: integer("records_scored").notNull().default(0),
+    recordsSkipped: integer("records_skipped").notNull().default(0),
+    scoreErrors: integer("score_errors").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
   },

@@ -221,9 +221,15 @@ function exportRequestAnswer(text: string) {
 
 /** A redaction job (src/redaction/apply-job.ts): the job name, here to keep this module below that one. */
 const REDACT = "redact";
+/** A backfill of scorers over a run (src/evaluations/backfill-job.ts). */
+const SCORE = "score";
 
 function requestDataAnswer(row: OrgJobRow) {
   if (row.jobName === EXPORT_RECORDS) return exportRequestAnswer(row.requestData);
+  if (row.jobName === SCORE) {
+    const data = JSON.parse(row.requestData) as { project_id?: string; run_id?: string; start_time?: string; end_time?: string; scorer_ids?: string[] | null };
+    return { project_id: data.project_id ?? "", run_id: data.run_id ?? "", start_time: data.start_time ?? "", end_time: data.end_time ?? "", scorer_ids: data.scorer_ids ?? null };
+  }
   if (row.jobName === REDACT) {
     const data = JSON.parse(row.requestData) as { project_id?: string; start_time?: string | null; end_time?: string | null };
     return { project_id: data.project_id ?? "", start_time: data.start_time ?? null, end_time: data.end_time ?? null };
@@ -270,6 +276,8 @@ export function jobAnswer(row: OrgJobRow) {
         ? { records_exported: row.recordsExported, bytes_written: row.bytesWritten }
         : row.jobName === REDACT
           ? { records_scanned: row.recordsScanned, records_changed: row.recordsChanged }
+          : row.jobName === SCORE
+            ? { records_scored: row.recordsScored, records_skipped: row.recordsSkipped, errors: row.scoreErrors }
           : { sessions_deleted: row.sessionsDeleted, traces_deleted: row.tracesDeleted, spans_deleted: row.spansDeleted },
   };
 }

@@ -100,6 +100,16 @@ const RedactionProgress = z.object({
   records_changed: z.number().int().openapi({ description: "Records the policy rewrote so far." }),
 });
 
+const ScoreRequestData = z
+  .object({ project_id: z.string(), run_id: z.string(), start_time: z.string(), end_time: z.string(), scorer_ids: z.array(z.string()).nullable() })
+  .openapi("ScoreBackfillRequestData");
+
+const ScoreProgress = z.object({
+  records_scored: z.number().int().openapi({ description: "Records of the range at least one scorer applied to, so far." }),
+  records_skipped: z.number().int().openapi({ description: "Records of the range no scorer applied to (node type, filter, sample)." }),
+  errors: z.number().int().openapi({ description: "Results left in error." }),
+});
+
 export const OrgJob = z
   .object({
     id: z.string().uuid(),
@@ -107,15 +117,15 @@ export const OrgJob = z
     job_name: z.string().openapi({
       example: "delete_by_metadata",
       description:
-        "`delete_by_metadata` (a deletion request), `delete_by_filter` (a deletion of one run's records matching a filter), `expire_retention` (the hourly retention expiry) `export_records` (a queued export to a file) or `redact` (masking stored records with the project's redaction policy).",
+        "`delete_by_metadata` (a deletion request), `delete_by_filter` (a deletion of one run's records matching a filter), `expire_retention` (the hourly retention expiry) `export_records` (a queued export to a file) `redact` (masking stored records with the project's redaction policy) or `score` (a backfill of scorers over a run).",
     }),
     status: z.enum(JOB_STATUSES),
-    request_data: z.union([MetadataRequestData, ExpiryRequestData, FilterRequestData, ExportRequestData, RedactionRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
+    request_data: z.union([MetadataRequestData, ExpiryRequestData, FilterRequestData, ExportRequestData, RedactionRequestData, ScoreRequestData]).openapi({ description: "What the job was asked: its `job_name` says which shape." }),
     error_message: z.string().nullable(),
     created_by: z.string().openapi({ description: "The user who submitted the job." }),
     created_at: z.string().openapi({ format: "date-time" }),
     updated_at: z.string().openapi({ format: "date-time" }),
-    progress: z.union([DeletionProgress, ExportProgress, RedactionProgress]).openapi({ description: "Deletions count what they deleted; exports what they wrote." }),
+    progress: z.union([DeletionProgress, ExportProgress, RedactionProgress, ScoreProgress]).openapi({ description: "Deletions count what they deleted; exports what they wrote." }),
   })
   .openapi("OrgJob");
 

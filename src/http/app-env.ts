@@ -18,5 +18,7 @@ export interface AppEnv {
     principal: Principal;
     /** The databases this request wrote records to: their upkeep is requested once it is answered (src/upkeep). */
     writtenShards?: Set<string>;
+    /** The records this request wrote, per run: their scoring is queued once it is answered (src/evaluations). */
+    writtenRecords?: { organizationId: string; projectId: string; runId: string; ids: string[] }[];
   };
 }

@@ -20,6 +20,7 @@ import { partitionRootsStatement, registerPartitionStatement, rootsOf } from "..
 import { projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition } from "./root-partitions";
 import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
+import { noteScorableWrite } from "./scorable-writes";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
@@ -117,6 +118,7 @@ export async function ingestInto(
   );
   await releaseHeld(c.env, release);
   await afterPartitionWrite(c.env, principal.organizationId, partition, rootsOf(written[0]!.at(-1)));
+  noteScorableWrite(c, scope, batch.records.map((r) => r.id));
   return { run, batch };
 }
 

@@ -33,6 +33,7 @@ import { registerPartitionStatement } from "../partitions/shard-partitions";
 import { openPartitionOf, projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition, partitionOfRecord } from "./root-partitions";
 import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
+import { noteScorableWrite } from "./scorable-writes";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -148,6 +149,7 @@ async function applyUpdate(
     const session =
       target.family === "trace" ? traceSessionQuery(db, target.id, scope) : db.prepare(SESSION_OF_SPAN).bind(target.id, run.runId, projectId);
     const results = await db.batch([...membership, ...statements, session]);
+    if (results[membership.length + appliedAt]!.meta.changes > 0) noteScorableWrite(c, { organizationId: principal.organizationId, ...scope }, [target.id]);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return { run, applied: results[membership.length + appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
   }, { shardOf: shardOfPartition(c.env, partition) });
@@ -204,6 +206,7 @@ export function registerStreamingIngest(app: Router): void {
       { shardOf: shardOfPartition(c.env, target) },
     );
     await releaseHeld(c.env, release);
+    noteScorableWrite(c, scope, spanIds);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(
       {

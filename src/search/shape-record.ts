@@ -277,14 +277,26 @@ export function metricsOf(row: StoredRow, selection: Projection["metrics"]): Rec
   return out;
 }
 
+/**
+ * `metric_info.<name>`: a client's metric as `{status_type: "success", value, metadata}` (its
+ * stored dictionary as the metadata); a scorer's result (an entry the evaluations wrote, marked
+ * by its `scorer_id`: src/evaluations/result-writes.ts) as stored, pending, error and
+ * not_applicable included, which have no value (contract section 15).
+ */
 export function metricInfoOf(row: StoredRow, metrics: Record<string, number>) {
   const stored = jsonObject(row.metric_info);
-  const info: Record<string, { status_type: "success"; value: number; metadata: Json }> = {};
+  const info: Record<string, Json> = {};
   for (const [name, value] of Object.entries(metrics)) {
-    info[name] = { status_type: "success", value, metadata: isObject(stored[name]) ? stored[name] : {} };
+    const entry = stored[name];
+    info[name] = isScorerResult(entry) ? entry : { status_type: "success", value, metadata: isObject(entry) ? entry : {} };
+  }
+  for (const [name, entry] of Object.entries(stored)) {
+    if (!(name in info) && isScorerResult(entry)) info[name] = entry;
   }
   return info;
 }
+
+const isScorerResult = (entry: Json | undefined): entry is Record<string, Json> => isObject(entry) && typeof entry.scorer_id === "string" && typeof entry.status_type === "string";
 
 function selectedColumnsOf(record: Record<string, Json>, row: StoredRow, kind: string, columns: readonly SelectedColumn[], options: ShapeOptions): void {
   for (const column of columns) {

@@ -34,6 +34,8 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["maintenance"],
   // derived data's upkeep after writes: it runs the text index's, the metric cells' and maintenance's chunks
   ["upkeep"],
+  // online evaluations: scoring after writes reads records through the shard routes, writes metrics like ingest, requests the upkeep
+  ["evaluations"],
   // entry points: the routers and the worker's handlers
   ["app.ts", "index.ts"],
 ];

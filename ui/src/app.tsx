@@ -6,6 +6,7 @@ import { clearToken, readToken } from "./api/token-store";
 import type { CurrentUser } from "./api/types";
 import { AlertRulesPage } from "./alerts/alert-rules-page";
 import { ChannelsPage } from "./alerts/channels-page";
+import { ScorersPage } from "./evaluations/scorers-page";
 import { LazyDashboard } from "./dashboard/lazy-dashboard";
 import { ProjectLanding } from "./dashboard/project-landing";
 import { Link, navigate, useRoute } from "./routing/navigation";
@@ -86,6 +87,9 @@ export function App() {
           <Link href="/alert-channels" aria-current={route.view === "channels" ? "page" : undefined}>
             Alert channels
           </Link>
+          <Link href="/scorers" aria-current={route.view === "scorers" ? "page" : undefined}>
+            Scorers
+          </Link>
           {user?.role === "admin" ? (
             <Link href="/erase" aria-current={route.view === "erase" ? "page" : undefined} data-testid="nav-erase">
               Erase data
@@ -110,6 +114,7 @@ export function App() {
       {route.view === "redaction" ? <RedactionPage projectId={route.projectId} user={user} /> : null}
       {route.view === "alerts" ? <AlertRulesPage route={route} user={user} /> : null}
       {route.view === "channels" ? <ChannelsPage user={user} /> : null}
+      {route.view === "scorers" ? <ScorersPage user={user} /> : null}
       {route.view === "queues" ? <QueuesPage /> : null}
       {route.view === "queue" ? <QueuePage queueId={route.queueId} at={route.at} /> : null}
       {route.view === "not-found" ? (

@@ -12,6 +12,7 @@
  *                                                       the run's alert rules, their state and history; a new
  *                                                       rule's form prefilled from a dashboard chart (ui/src/alerts/)
  *   /alert-channels                                     the organization's notification channels (ui/src/alerts/)
+ *   /scorers                                            the organization's scorers (ui/src/evaluations/)
  *   /projects/{pid}/redaction                           the project's redaction policy (ui/src/redaction/)
  *   /erase                                              deletion by metadata (admins)
  *   /annotation-queues                                  the organization's annotation queues
@@ -53,6 +54,7 @@ export type Route =
   /** The query string is the new rule's prefill (ui/src/alerts/rule-prefill.ts). */
   | { view: "alerts"; projectId: string; kind: RunKind; runId: string; search: string }
   | { view: "channels" }
+  | { view: "scorers" }
   | { view: "erase" }
   | { view: "queues" }
   | { view: "queue"; queueId: string; at: number }
@@ -105,6 +107,7 @@ export function parseLocation(pathname: string, search: string): Route {
   if (parts[0] === "sign-in" && parts.length === 1) return { view: "sign-in", next: params.get("next") ?? "/" };
   if (parts[0] === "erase" && parts.length === 1) return { view: "erase" };
   if (parts[0] === "alert-channels" && parts.length === 1) return { view: "channels" };
+  if (parts[0] === "scorers" && parts.length === 1) return { view: "scorers" };
   if (parts[0] === "annotation-queues" && parts.length === 1) return { view: "queues" };
   if (parts[0] === "annotation-queues" && parts.length === 2) return { view: "queue", queueId: parts[1]!, at: positiveInt(params.get("at"), 1) };
   if (parts[0] === "projects" && parts.length === 2) return { view: "project", projectId: parts[1]! };
@@ -157,6 +160,8 @@ export function hrefOf(route: Route): string {
       return `/projects/${enc(route.projectId)}/${route.kind}/${enc(route.runId)}/alerts${route.search}`;
     case "channels":
       return "/alert-channels";
+    case "scorers":
+      return "/scorers";
     case "erase":
       return "/erase";
     case "queues":

@@ -1,0 +1,25 @@
+/**
+ * The evaluation queue's consumer (wrangler.toml `trace-store-evaluations`): `score` messages
+ * score records written just now (score-records.ts), `backfill` messages advance a backfill job.
+ * A message that fails is retried by the queue; every write it makes is idempotent.
+ */
+import type { Env, EvaluationMessage } from "../env";
+import { handleBackfillMessage } from "./backfill-job";
+import { judgeRecords } from "./judge-calls";
+import { scoreWrittenRecords } from "./score-records";
+
+export const EVALUATION_QUEUE_NAME = "trace-store-evaluations";
+
+export async function handleEvaluationQueue(batch: MessageBatch<EvaluationMessage>, env: Env): Promise<void> {
+  for (const message of batch.messages) {
+    const body = message.body;
+    try {
+      if (body?.kind === "score" && Array.isArray(body.recordIds)) await scoreWrittenRecords(env, body, judgeRecords);
+      else if (body?.kind === "backfill" && typeof body.jobId === "string") await handleBackfillMessage(env, body.jobId, message.attempts);
+      message.ack();
+    } catch (error) {
+      console.error(`evaluations: a ${body?.kind ?? "malformed"} message failed: ${error instanceof Error ? error.message : String(error)}`);
+      message.retry({ delaySeconds: Math.min(60, 2 ** message.attempts) });
+    }
+  }
+}
