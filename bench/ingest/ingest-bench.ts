@@ -109,10 +109,19 @@ interface Throughput {
   bill: { spans: number; requests: BillDelta; upkeep: BillDelta; caughtUp: boolean };
 }
 
+/**
+ * Worker variables for an A/B of one cost, from the environment as JSON: e.g.
+ * `INGEST_BENCH_VARS='{"UPKEEP_AFTER_WRITES":"false"}' npm run bench -- ingest` measures ingest
+ * with no upkeep behind the writes (as before issue 29), beside a run without it.
+ */
+function extraServiceVars(): Record<string, string> {
+  return process.env.INGEST_BENCH_VARS ? (JSON.parse(process.env.INGEST_BENCH_VARS) as Record<string, string>) : {};
+}
+
 async function serviceThroughput(dataset: Dataset, loads: { clients: number; load: Workload }[]): Promise<Throughput[]> {
   const { tenant } = dataset.manifest;
   const headers = { "Service-API-Key": tenant.apiKey };
-  return withDevServer({ name: "ingest", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: { ...BENCH_VARS, ...BILL_VARS }, readyPath: "/healthcheck" }, async (server) => {
+  return withDevServer({ name: "ingest", config: SERVICE_CONFIG, persistTo: dataset.persistDir, vars: { ...BENCH_VARS, ...BILL_VARS, ...extraServiceVars() }, readyPath: "/healthcheck" }, async (server) => {
     const results: Throughput[] = [];
     for (const { clients, load } of loads) {
       const before = await billPoint(server.baseUrl, server.pid);
