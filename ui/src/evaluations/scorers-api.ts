@@ -53,7 +53,11 @@ export const deleteScorer = (id: string) => api<unknown>("DELETE", `/v2/scorers/
 export const addPresetVersion = (id: string, preset: string, params: unknown) => api<ScorerVersion>("POST", `/v2/scorers/${enc(id)}/version/preset`, { preset, params });
 export const addLlmVersion = (id: string, body: { instructions: string; user_prompt: string; model_name: string; num_judges: number }) => api<ScorerVersion>("POST", `/v2/scorers/${enc(id)}/version/llm`, body);
 export const getRunSettings = (projectId: string, runId: string) => api<RunSettings>("GET", settingsPath(projectId, runId));
-export const putRunSettings = (projectId: string, runId: string, body: { scorers: { id: string }[]; segment_filters: { sample_rate: number }[] }) =>
+export const putRunSettings = (
+  projectId: string,
+  runId: string,
+  body: { scorers: { id: string; filters?: unknown[]; scoreable_node_types?: string[] }[]; segment_filters: { filter?: unknown; sample_rate: number; llm_scorers?: boolean }[] },
+) =>
   api<RunSettings>("PATCH", settingsPath(projectId, runId), body);
 export const backfill = (projectId: string, runId: string, body: { start_time: string; end_time: string; scorer_ids: string[] }) =>
   api<{ job_id: string; message: string }>("POST", `${settingsPath(projectId, runId)}/backfill`, body);

@@ -7,6 +7,7 @@
 import { useState } from "preact/hooks";
 import type { CurrentUser } from "../api/types";
 import { ErrorNotice } from "../views/error-notice";
+import { listProjects, listRuns } from "../api/endpoints";
 import { useApi } from "../views/use-api";
 import { addLlmVersion, addPresetVersion, backfill, createScorer, deleteScorer, getRunSettings, getScorer, listScorers, PRESET_EXAMPLES, PRESETS, putRunSettings, type Scorer } from "./scorers-api";
 
@@ -158,17 +159,32 @@ function NewScorer({ onCreated }: { onCreated: () => void }) {
   );
 }
 
-/** Adds the scorer to a log stream's settings (keeping the others) with a sampling rate, and optionally backfills the last 24 hours. */
+/**
+ * Adds the scorer to a log stream's settings with a sampling rate, and optionally backfills the
+ * last 24 hours. The project and the log stream are picked from lists (never typed ids). The
+ * other scorers of the run keep their entries as they were (filters and node types included), and
+ * the segments with a filter keep theirs: the rate given here is the run's default segment (the
+ * one without a filter), as the contract's `segment_filters` model sampling per run; a record
+ * outside every segment is not scored, so that default segment is kept beside filtered ones.
+ */
 function EnableOnRun({ scorer, act }: { scorer: Scorer; act: (work: () => Promise<unknown>, done?: string) => Promise<void> }) {
   const [projectId, setProjectId] = useState("");
   const [runId, setRunId] = useState("");
   const [rate, setRate] = useState(1);
+  const projects = useApi(() => listProjects(), []);
+  const runs = useApi(() => (projectId ? listRuns(projectId, "log_streams") : Promise.resolve([])), [projectId]);
   const enable = (e: Event) => {
     e.preventDefault();
     void act(async () => {
       const current = await getRunSettings(projectId, runId);
-      const ids = [...new Set([...current.scorers.map((s) => s.id), scorer.id])];
-      await putRunSettings(projectId, runId, { scorers: ids.map((id) => ({ id })), segment_filters: rate < 1 ? [{ sample_rate: rate }] : [] });
+      const kept = current.scorers.filter((s) => s.id !== scorer.id).map((s) => ({ id: s.id, filters: s.filters, ...(s.scoreable_node_types ? { scoreable_node_types: s.scoreable_node_types } : {}) }));
+      const filtered = current.segment_filters.filter((segment) => segment.filter != null);
+      await putRunSettings(projectId, runId, {
+        scorers: [...kept, { id: scorer.id }],
+        // Beside filtered segments a record outside them is not scored: the default segment
+        // (no filter) carries the rate, even 1, whenever there are any.
+        segment_filters: rate < 1 || filtered.length > 0 ? [...filtered, { sample_rate: rate }] : [],
+      });
     }, `${scorer.name} now scores new records of that log stream.`);
   };
   const fill = () =>
@@ -181,12 +197,26 @@ function EnableOnRun({ scorer, act }: { scorer: Scorer; act: (work: () => Promis
       <summary>Enable on a log stream</summary>
       <form class="alert-form" aria-label={`Enable ${scorer.name}`} onSubmit={enable}>
         <label>
-          Project id
-          <input required value={projectId} onInput={(e) => setProjectId(e.currentTarget.value.trim())} />
+          Project
+          <select required value={projectId} onChange={(e) => (setProjectId(e.currentTarget.value), setRunId(""))}>
+            <option value="">Choose a project</option>
+            {projects.data?.map((p) => (
+              <option key={p.id} value={p.id}>
+                {p.name}
+              </option>
+            ))}
+          </select>
         </label>
         <label>
-          Log stream id
-          <input required value={runId} onInput={(e) => setRunId(e.currentTarget.value.trim())} />
+          Log stream
+          <select required value={runId} disabled={!projectId} onChange={(e) => setRunId(e.currentTarget.value)}>
+            <option value="">Choose a log stream</option>
+            {runs.data?.map((r) => (
+              <option key={r.id} value={r.id}>
+                {r.name}
+              </option>
+            ))}
+          </select>
         </label>
         <label>
           Sampling rate
