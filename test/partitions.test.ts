@@ -477,17 +477,24 @@ describe("search across partitions on several shards", () => {
     metrics: i % 3 === 0 ? {} : { score: (i * 7) % 5 },
   }));
 
-  async function spread(): Promise<Project> {
+  /** Each part of the records in one session of its own, when `sessions` names them. */
+  async function ingestPart(p: Project, part: Record<string, unknown>[], session?: string) {
+    if (!session) return ingest({}, p, part);
+    const created = await fetchWith({}, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: `s-${session.slice(0, 4)}` });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    return ingest({}, p, part, { session_id: session });
+  }
+
+  async function spread(all: Record<string, unknown>[] = records, cuts = [5, 10], sessions: string[] = []): Promise<Project> {
     const p = await newProject({ DATA_SHARDS: "SHARD_0" });
-    await ingest({}, p, records.slice(0, 5));
-    for (const [to, part] of [["SHARD_1", records.slice(5, 10)], ["SHARD_0", records.slice(10)]] as const) {
+    await ingestPart(p, all.slice(0, cuts[0]), sessions[0]);
+    for (const [i, [to, part]] of ([["SHARD_1", all.slice(cuts[0], cuts[1])], ["SHARD_0", all.slice(cuts[1])]] as const).entries()) {
       const open = (await readPartitions(env as unknown as Env, p.projectId)).find((x) => x.state === "open");
       await rollPartition({ ...env, DATA_SHARDS: to } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
       clearPartitionCache();
-      await ingest({}, p, part);
+      await ingestPart(p, [...part], sessions[i + 1]);
     }
-    expect(await seqOf(p, records[7]!.id)).toEqual({ shard: "SHARD_1", seq: 2 });
-    expect(await seqOf(p, records[12]!.id)).toEqual({ shard: "SHARD_0", seq: 3 });
+    expect(await seqOf(p, all[cuts[0]!]!.id as string)).toEqual({ shard: "SHARD_1", seq: 2 });
     return p;
   }
 
@@ -538,5 +545,60 @@ describe("search across partitions on several shards", () => {
     const past = await fetchWith({}, `/v2/projects/${spreadOut.projectId}/traces/partial_search`, { log_stream_id: spreadOut.logStreamId, pagination: { limit: 5, starting_token: 50 }, select_columns: { column_ids: ["id"] } });
     expect(past.status).toBe(200);
     expect(past.body).toMatchObject({ records: [], paginated: false, next_starting_token: null, starting_token: 50 });
+  });
+
+  it("spans, sessions, include_counts and a text search: the same pages as one partition", async () => {
+    const withSpans = records.map((t, i) => ({
+      ...t,
+      input: i % 2 === 0 ? `a refund request ${i}` : `other ${i}`,
+      spans: Array.from({ length: 1 + (i % 3) }, (_, k) => ({ id: uuid(), type: "llm", name: ["x", "y"][k % 2], input: "q", output: "a", created_at: t.created_at })),
+    }));
+    const sessions = [uuid(), uuid(), uuid()];
+    const single = await newProject({ DATA_SHARDS: "SHARD_1" });
+    for (const [i, [from, to]] of [[0, 5], [5, 10], [10, 14]].entries()) await ingestPart(single, withSpans.slice(from, to), sessions[i]);
+    const spreadOut = await spread(withSpans, [5, 10], sessions);
+    const cases: [string, Record<string, unknown>, number][] = [
+      ["spans/partial_search", { sort: { column_id: "name", ascending: true }, select_columns: { column_ids: ["id", "name"] } }, 4],
+      ["spans/search", {}, 7],
+      ["traces/partial_search", { include_counts: true, select_columns: { column_ids: ["id"] } }, 3],
+      ["traces/partial_search", { filters: [{ type: "text", column_id: "input", operator: "contains", value: "REFUND", case_sensitive: false }], select_columns: { column_ids: ["id"] } }, 2],
+      ["sessions/partial_search", { select_columns: { column_ids: ["id"] } }, 2],
+      ["sessions/partial_search", { include_counts: true, sort: { column_id: "name", ascending: false }, select_columns: { column_ids: ["id"] } }, 1],
+    ];
+    for (const [route, body, limit] of cases) {
+      const expected = await walk(single, route, body, limit);
+      const got = await walk(spreadOut, route, body, limit);
+      expect(got.ids, `${route} ${JSON.stringify(body)}`).toEqual(expected.ids);
+      expect(got.sizes, `${route} ${JSON.stringify(body)}`).toEqual(expected.sizes);
+      expect(got.ids.length, route).toBeGreaterThan(0);
+    }
+    // include_counts: each trace's span count, its spans being in its partition.
+    const counted = await fetchWith({}, `/v2/projects/${spreadOut.projectId}/traces/partial_search`, { log_stream_id: spreadOut.logStreamId, include_counts: true, limit: 100, select_columns: { column_ids: ["id"] } });
+    const spansOf = new Map(withSpans.map((t) => [t.id, t.spans.length]));
+    expect(counted.body.records.map((r: { id: string; num_spans: number }) => r.num_spans)).toEqual(counted.body.records.map((r: { id: string }) => spansOf.get(r.id)));
+  });
+
+  it("applies the page byte budget to the merged page and pages on to every large record once", async () => {
+    /** 1.65 MB of UTF-8 each: 4 fit a page of SEARCH_LIMITS.maxPageBytes (8 MB) plus the one that crosses it. */
+    const big = "漢".repeat(550_000);
+    const large = Array.from({ length: 7 }, (_, i) => ({ id: uuid(), name: `big-${i}`, input: big, created_at: new Date(Date.UTC(2026, 0, 2, 0, 0, i)).toISOString() }));
+    const single = await newProject({ DATA_SHARDS: "SHARD_1" });
+    for (const t of large) await ingest({}, single, [t]);
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    for (const [i, t] of large.entries()) {
+      if (i === 2 || i === 5) {
+        const open = (await readPartitions(env as unknown as Env, p.projectId)).find((x) => x.state === "open");
+        await rollPartition({ ...env, DATA_SHARDS: i === 2 ? "SHARD_1" : "SHARD_0" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+        clearPartitionCache();
+      }
+      await ingest({}, p, [t]);
+    }
+    expect(await seqOf(p, large[3]!.id)).toEqual({ shard: "SHARD_1", seq: 2 });
+    for (const body of [{}, { sort: { column_id: "name", ascending: true } }]) {
+      const expected = await walk(single, "traces/partial_search", body, 100);
+      const got = await walk(p, "traces/partial_search", body, 100);
+      expect(expected.sizes).toEqual([5, 2]);
+      expect(got).toEqual(expected);
+    }
   });
 });
