@@ -468,8 +468,9 @@ describe("search across partitions on several shards", () => {
   // SHARD_0, SHARD_1 and SHARD_0 again: every page, in every order, must be the same.
   const records = Array.from({ length: 14 }, (_, i) => ({
     id: uuid(),
-    // Few names and scores, so a sort meets ties (broken by id) across partitions.
-    name: ["b", "a", "c"][i % 3]!,
+    // Few names and scores, so a sort meets ties (broken by id) across partitions; and names
+    // whose UTF-16 order differs from SQLite's (UTF-8 bytes: U+FFFD before U+1F600).
+    name: ["b", "a", "c", "\uFFFD", "\u{1F600}"][i % 5]!,
     input: `in ${i}`,
     output: "out",
     created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i % 5 === 0 ? 0 : i)).toISOString(),
