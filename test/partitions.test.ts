@@ -462,3 +462,144 @@ describe("reads across partitions on several shards", () => {
     expect(await count([{ column_id: "tags", operator: "contains", value: "counted", type: "collection" }])).toEqual({ total_count: 3, capped: false });
   });
 });
+
+describe("search across partitions on several shards", () => {
+  // The same records in a project with one partition and in one whose three partitions sit on
+  // SHARD_0, SHARD_1 and SHARD_0 again: every page, in every order, must be the same.
+  const records = Array.from({ length: 14 }, (_, i) => ({
+    id: uuid(),
+    // Few names and scores, so a sort meets ties (broken by id) across partitions; and names
+    // whose UTF-16 order differs from SQLite's (UTF-8 bytes: U+FFFD before U+1F600).
+    name: ["b", "a", "c", "\uFFFD", "\u{1F600}"][i % 5]!,
+    input: `in ${i}`,
+    output: "out",
+    created_at: new Date(Date.UTC(2026, 0, 1, 0, 0, i % 5 === 0 ? 0 : i)).toISOString(),
+    user_metadata: i % 4 === 0 ? {} : { env: `e${i % 3}` },
+    metrics: i % 3 === 0 ? {} : { score: (i * 7) % 5 },
+  }));
+
+  /** Each part of the records in one session of its own, when `sessions` names them. */
+  async function ingestPart(p: Project, part: Record<string, unknown>[], session?: string) {
+    if (!session) return ingest({}, p, part);
+    const created = await fetchWith({}, `/v2/projects/${p.projectId}/sessions`, { log_stream_id: p.logStreamId, id: session, name: `s-${session.slice(0, 4)}` });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    return ingest({}, p, part, { session_id: session });
+  }
+
+  async function spread(all: Record<string, unknown>[] = records, cuts = [5, 10], sessions: string[] = []): Promise<Project> {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingestPart(p, all.slice(0, cuts[0]), sessions[0]);
+    for (const [i, [to, part]] of ([["SHARD_1", all.slice(cuts[0], cuts[1])], ["SHARD_0", all.slice(cuts[1])]] as const).entries()) {
+      const open = (await readPartitions(env as unknown as Env, p.projectId)).find((x) => x.state === "open");
+      await rollPartition({ ...env, DATA_SHARDS: to } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+      clearPartitionCache();
+      await ingestPart(p, [...part], sessions[i + 1]);
+    }
+    expect(await seqOf(p, all[cuts[0]!]!.id as string)).toEqual({ shard: "SHARD_1", seq: 2 });
+    return p;
+  }
+
+  /** Every page of a search, walked with starting_token; the ids in order, and the page sizes. */
+  async function walk(p: Project, route: string, body: Record<string, unknown>, limit: number) {
+    const ids: string[] = [];
+    const sizes: number[] = [];
+    let token: number | null = 0;
+    for (let guard = 0; token !== null && guard < 40; guard++) {
+      const answer = await fetchWith({}, `/v2/projects/${p.projectId}/${route}`, { log_stream_id: p.logStreamId, ...body, pagination: { limit, starting_token: token } });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect(answer.body.starting_token).toBe(token);
+      ids.push(...answer.body.records.map((r: { id: string }) => r.id));
+      sizes.push(answer.body.records.length);
+      token = answer.body.next_starting_token;
+    }
+    return { ids, sizes };
+  }
+
+  it("pages every sort with starting_token exactly as one partition does: each record once, same order, limit kept", async () => {
+    const single = await newProject({ DATA_SHARDS: "SHARD_1" });
+    await ingest({}, single, records);
+    const spreadOut = await spread();
+    const shapes: Record<string, unknown>[] = [
+      {},
+      { sort: { column_id: "name", ascending: true } },
+      { sort: { column_id: "name", ascending: false } },
+      { sort: { column_id: "created_at", ascending: true } },
+      { sort: { column_id: "metrics/score", ascending: false } },
+      { sort: { column_id: "user_metadata.env", ascending: true } },
+      { sort: { column_id: "id", ascending: true } },
+      { filters: [{ type: "text", column_id: "name", operator: "eq", value: "a" }], sort: { column_id: "created_at", ascending: false } },
+      { filters: [{ type: "text", column_id: "user_metadata.env", operator: "eq", value: "e1", case_sensitive: true }] },
+    ];
+    for (const shape of shapes) {
+      for (const limit of [1, 5]) {
+        const expected = await walk(single, "traces/partial_search", { ...shape, select_columns: { column_ids: ["id", "name"] } }, limit);
+        const got = await walk(spreadOut, "traces/partial_search", { ...shape, select_columns: { column_ids: ["id", "name"] } }, limit);
+        expect(got.ids, `${JSON.stringify(shape)} limit ${limit}`).toEqual(expected.ids);
+        expect(got.sizes, `${JSON.stringify(shape)} limit ${limit}`).toEqual(expected.sizes);
+        expect(new Set(got.ids).size).toBe(got.ids.length);
+      }
+    }
+    expect((await walk(spreadOut, "traces/partial_search", { select_columns: { column_ids: ["id"] } }, 100)).ids.length).toBe(records.length);
+    // Full records (search) too, with a page past the end.
+    const full = await walk(spreadOut, "traces/search", { sort: { column_id: "name", ascending: true } }, 3);
+    expect(full.ids).toEqual((await walk(single, "traces/search", { sort: { column_id: "name", ascending: true } }, 3)).ids);
+    const past = await fetchWith({}, `/v2/projects/${spreadOut.projectId}/traces/partial_search`, { log_stream_id: spreadOut.logStreamId, pagination: { limit: 5, starting_token: 50 }, select_columns: { column_ids: ["id"] } });
+    expect(past.status).toBe(200);
+    expect(past.body).toMatchObject({ records: [], paginated: false, next_starting_token: null, starting_token: 50 });
+  });
+
+  it("spans, sessions, include_counts and a text search: the same pages as one partition", async () => {
+    const withSpans = records.map((t, i) => ({
+      ...t,
+      input: i % 2 === 0 ? `a refund request ${i}` : `other ${i}`,
+      spans: Array.from({ length: 1 + (i % 3) }, (_, k) => ({ id: uuid(), type: "llm", name: ["x", "y"][k % 2], input: "q", output: "a", created_at: t.created_at })),
+    }));
+    const sessions = [uuid(), uuid(), uuid()];
+    const single = await newProject({ DATA_SHARDS: "SHARD_1" });
+    for (const [i, [from, to]] of [[0, 5], [5, 10], [10, 14]].entries()) await ingestPart(single, withSpans.slice(from, to), sessions[i]);
+    const spreadOut = await spread(withSpans, [5, 10], sessions);
+    const cases: [string, Record<string, unknown>, number][] = [
+      ["spans/partial_search", { sort: { column_id: "name", ascending: true }, select_columns: { column_ids: ["id", "name"] } }, 4],
+      ["spans/search", {}, 7],
+      ["traces/partial_search", { include_counts: true, select_columns: { column_ids: ["id"] } }, 3],
+      ["traces/partial_search", { filters: [{ type: "text", column_id: "input", operator: "contains", value: "REFUND", case_sensitive: false }], select_columns: { column_ids: ["id"] } }, 2],
+      ["sessions/partial_search", { select_columns: { column_ids: ["id"] } }, 2],
+      ["sessions/partial_search", { include_counts: true, sort: { column_id: "name", ascending: false }, select_columns: { column_ids: ["id"] } }, 1],
+    ];
+    for (const [route, body, limit] of cases) {
+      const expected = await walk(single, route, body, limit);
+      const got = await walk(spreadOut, route, body, limit);
+      expect(got.ids, `${route} ${JSON.stringify(body)}`).toEqual(expected.ids);
+      expect(got.sizes, `${route} ${JSON.stringify(body)}`).toEqual(expected.sizes);
+      expect(got.ids.length, route).toBeGreaterThan(0);
+    }
+    // include_counts: each trace's span count, its spans being in its partition.
+    const counted = await fetchWith({}, `/v2/projects/${spreadOut.projectId}/traces/partial_search`, { log_stream_id: spreadOut.logStreamId, include_counts: true, limit: 100, select_columns: { column_ids: ["id"] } });
+    const spansOf = new Map(withSpans.map((t) => [t.id, t.spans.length]));
+    expect(counted.body.records.map((r: { id: string; num_spans: number }) => r.num_spans)).toEqual(counted.body.records.map((r: { id: string }) => spansOf.get(r.id)));
+  });
+
+  it("applies the page byte budget to the merged page and pages on to every large record once", async () => {
+    /** 1.65 MB of UTF-8 each: 4 fit a page of SEARCH_LIMITS.maxPageBytes (8 MB) plus the one that crosses it. */
+    const big = "漢".repeat(550_000);
+    const large = Array.from({ length: 7 }, (_, i) => ({ id: uuid(), name: `big-${i}`, input: big, created_at: new Date(Date.UTC(2026, 0, 2, 0, 0, i)).toISOString() }));
+    const single = await newProject({ DATA_SHARDS: "SHARD_1" });
+    for (const t of large) await ingest({}, single, [t]);
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    for (const [i, t] of large.entries()) {
+      if (i === 2 || i === 5) {
+        const open = (await readPartitions(env as unknown as Env, p.projectId)).find((x) => x.state === "open");
+        await rollPartition({ ...env, DATA_SHARDS: i === 2 ? "SHARD_1" : "SHARD_0" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+        clearPartitionCache();
+      }
+      await ingest({}, p, [t]);
+    }
+    expect(await seqOf(p, large[3]!.id)).toEqual({ shard: "SHARD_1", seq: 2 });
+    for (const body of [{}, { sort: { column_id: "name", ascending: true } }]) {
+      const expected = await walk(single, "traces/partial_search", body, 100);
+      const got = await walk(p, "traces/partial_search", body, 100);
+      expect(expected.sizes).toEqual([5, 2]);
+      expect(got).toEqual(expected);
+    }
+  });
+});

@@ -3,7 +3,8 @@ import { database, nowMicros } from "../db/client";
 import type { AppEnv } from "../http/app-env";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import type { RunSelector } from "../projects/run-selector";
-import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { type ProjectShard, ProjectNotOnShardError } from "../shards/project-shard";
+import { onProjectReadShards } from "../partitions/read-shards";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
 import { bindAnnotationColumns } from "./bind-annotation-columns";
@@ -13,6 +14,7 @@ import { withinRetention } from "./retention-window";
 import { throwOnCandidateOverflow } from "./text-driver";
 import type { SearchResponse } from "./search-schemas";
 import { type StoredRow, shapeRecord } from "./shape-record";
+import { keysetOf, mergeShardPages } from "./merge-shard-pages";
 
 /**
  * Runs a search in ONE D1 round trip to the project's shard: the project's state there, the
@@ -21,6 +23,16 @@ import { type StoredRow, shapeRecord } from "./shape-record";
  * and the page statement is itself confined to the caller's run (see compile-search-query.ts),
  * so another organization's project or run is a 404 and its records are never read into a
  * response. The route to the shard is cached (src/shards/project-routing.ts).
+ *
+ * A project whose partitions sit on several shards (src/partitions/read-shards.ts) is searched on
+ * each, in parallel, and the pages merged by the sort key, the id breaking ties
+ * (merge-shard-pages.ts). The token stays the API's offset: a first page (offset 0) is each
+ * shard's first page, merged. A later one first finds where the page starts: each shard's first
+ * `offset` matches, narrow (sort key and id only, no text), merged, give the record just before
+ * the page; then each shard answers the page after that record (SearchQuery.after, the keyset the
+ * export pages with, served by the same access paths), merged again. So every record comes once,
+ * in one database's order, whatever the partitions. A project on one shard makes exactly the
+ * round trip it made before partitions.
  */
 export async function runSearch(
   c: Context<AppEnv>,
@@ -31,36 +43,98 @@ export async function runSearch(
 ): Promise<SearchResponse> {
   const principal = c.get("principal");
   const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
-  return onProjectShard(c, projectId, "read", async ({ db, route }) => {
-    await bindAnnotationColumns(db, projectId, query);
-    const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
-      organizationId: principal.organizationId,
-      projectId,
-      runId: selector.runId,
-      runKind: selector.kind,
-    }, options);
-    const feedback = query.projection.feedback;
-    const [state, owned, rows, ...optional] = await db.batch<StoredRow>([
-      projectStateStatement(db, projectId),
-      db.prepare(ownership.sql).bind(...ownership.params),
-      db.prepare(page.sql).bind(...page.params),
-      ...(feedback ? [feedbackTemplatesStatement(db, projectId)] : []),
-      ...(page.candidateCount ? [db.prepare(page.candidateCount.sql).bind(...page.candidateCount.params)] : []),
-    ]);
-    const templates = feedback ? optional.shift() : undefined;
-    const candidates = page.candidateCount ? optional.shift() : undefined;
-    if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
-    throwOnCandidateOverflow(candidates, options);
-    if ((owned?.results.length ?? 0) === 0) {
-      // Not the caller's run (a 404 from the catalog), or a run whose copy has not reached the
-      // shard: it has no records there yet (a record's write copies its run first).
-      await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
-      return pageResponse([], query);
-    }
-    const response = pageResponse((rows?.results ?? []) as StoredRow[], query);
-    if (feedback) withFeedback(response.records, (rows?.results ?? []) as StoredRow[], templates, principal.userId);
+  const onEveryShard = (searched: SearchQuery) => onProjectReadShards(c, projectId, (shard) => readShardPage(c, shard, projectId, selector, searched, options, ownership));
+  const answers = await onEveryShard(query);
+  const home = answers.find((a) => a.home)!.answer;
+  if (answers.length === 1) {
+    const response = pageResponse(home.rows, query);
+    if (query.projection.feedback && home.owned) withFeedback(response.records, home.rows, home.templates, principal.userId);
     return response;
-  });
+  }
+
+  let pages = answers;
+  if (query.offset > 0) {
+    const narrow: SearchQuery = {
+      ...query,
+      offset: 0,
+      limit: query.offset,
+      projection: { columns: [], metrics: new Set(), feedback: false },
+      includeCounts: false,
+      includeMetricInfo: false,
+      truncateFields: false,
+    };
+    const before = mergeShardPages((await onEveryShard(narrow)).map((a) => a.answer.rows), narrow);
+    if (before.rows.length < query.offset) return mergedResponse([], false, query);
+    const last = before.rows[before.rows.length - 1]!;
+    pages = await onEveryShard({ ...query, offset: 0, after: keysetOf(last) });
+  }
+  const merged = mergeShardPages(pages.map((a) => a.answer.rows), query);
+  const response = mergedResponse(merged.rows, merged.more, query);
+  // The templates are the project's: read on its own shard.
+  const templates = pages.find((a) => a.home)!.answer.templates;
+  if (query.projection.feedback) withFeedback(response.records, merged.rows, templates, principal.userId);
+  return response;
+}
+
+interface ShardPage {
+  rows: StoredRow[];
+  templates: D1Result<StoredRow> | undefined;
+  owned: boolean;
+}
+
+/** One shard's page of the search, in one round trip (see runSearch). */
+async function readShardPage(
+  c: Context<AppEnv>,
+  { db, route }: ProjectShard,
+  projectId: string,
+  selector: RunSelector,
+  query: SearchQuery,
+  options: CompileOptions,
+  ownership: { sql: string; params: unknown[] },
+): Promise<ShardPage> {
+  const principal = c.get("principal");
+  await bindAnnotationColumns(db, projectId, query);
+  const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
+    organizationId: principal.organizationId,
+    projectId,
+    runId: selector.runId,
+    runKind: selector.kind,
+  }, options);
+  const feedback = query.projection.feedback;
+  const [state, owned, rows, ...optional] = await db.batch<StoredRow>([
+    projectStateStatement(db, projectId),
+    db.prepare(ownership.sql).bind(...ownership.params),
+    db.prepare(page.sql).bind(...page.params),
+    ...(feedback ? [feedbackTemplatesStatement(db, projectId)] : []),
+    ...(page.candidateCount ? [db.prepare(page.candidateCount.sql).bind(...page.candidateCount.params)] : []),
+  ]);
+  const templates = feedback ? optional.shift() : undefined;
+  const candidates = page.candidateCount ? optional.shift() : undefined;
+  if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+  throwOnCandidateOverflow(candidates, options);
+  if ((owned?.results.length ?? 0) === 0) {
+    // Not the caller's run (a 404 from the catalog), or a run whose copy has not reached the
+    // shard: it has no records there yet (a record's write copies its run first).
+    await ownedRunWithProject(database(c.env.DB), principal, projectId, selector);
+    return { rows: [], templates, owned: false };
+  }
+  return { rows: (rows?.results ?? []) as StoredRow[], templates, owned: true };
+}
+
+/** The response of a merged page (runSearch): `more` says records follow it. */
+function mergedResponse(rows: StoredRow[], more: boolean, query: SearchQuery): SearchResponse {
+  const records = rows.map((row) => shapeRecord(row, query));
+  const last = records[records.length - 1];
+  return {
+    records,
+    num_rows: records.length,
+    num_records: records.length,
+    starting_token: query.offset,
+    limit: query.limit,
+    paginated: more,
+    next_starting_token: more ? query.offset + records.length : null,
+    last_row_id: last ? String(last.id) : null,
+  };
 }
 
 /**
