@@ -110,6 +110,13 @@ describe("an ingest on a failing database", () => {
           expect(k).toBeGreaterThan(1);
           break;
         }
+        if (response.status === 200) {
+          // The fault fell in work left for after the answer (the scoring lookup of
+          // src/evaluations/scoring-request.ts, which then queues the records anyway): the write is whole.
+          await response.text();
+          expect(await stateOf(run), `call ${k}`).toEqual(expected);
+          continue;
+        }
         expect(response.status, `call ${k}`).toBeGreaterThanOrEqual(500);
         await response.text();
         // Never half-written: either nothing (the batch never ran, or rolled back) or all of it.

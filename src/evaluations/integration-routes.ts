@@ -9,7 +9,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { checkDestination } from "../alerts/destination-rules";
 import { adminOnly } from "../auth/authenticate";
 import { microsToIso, nowMicros } from "../db/client";
-import { adminOnlyResponse, commonErrorResponses } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, tooLargeResponse } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { notFound, RequestValidationError } from "../http/errors";
 import { sealKey } from "./judge-keys";
@@ -69,7 +69,7 @@ ON CONFLICT (organization_id, name) DO UPDATE SET endpoint = excluded.endpoint, 
 
 export function registerIntegrations(app: Router): void {
   app.openapi(
-    createRoute({ method: "put", path: "/integrations/custom", tags: TAGS, summary: "Set the OpenAI-compatible judge endpoint", middleware: [adminOnly] as const, request: { body: { content: { "application/json": { schema: Custom } }, required: true } }, responses: { 200: json(Integration, "The integration (no secret)"), ...adminOnlyResponse, ...commonErrorResponses } }),
+    createRoute({ method: "put", path: "/integrations/custom", tags: TAGS, summary: "Set the OpenAI-compatible judge endpoint", middleware: [adminOnly] as const, request: { body: { content: { "application/json": { schema: Custom } }, required: true } }, responses: { 200: json(Integration, "The integration (no secret)"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses } }),
     async (c) => {
       const principal = c.get("principal");
       const b = c.req.valid("json");
@@ -84,7 +84,7 @@ export function registerIntegrations(app: Router): void {
     },
   );
   app.openapi(
-    createRoute({ method: "put", path: "/integrations/openai", tags: TAGS, summary: "Set the OpenAI judge key", middleware: [adminOnly] as const, request: { body: { content: { "application/json": { schema: OpenAi } }, required: true } }, responses: { 200: json(Integration, "The integration (no secret)"), ...adminOnlyResponse, ...commonErrorResponses } }),
+    createRoute({ method: "put", path: "/integrations/openai", tags: TAGS, summary: "Set the OpenAI judge key", middleware: [adminOnly] as const, request: { body: { content: { "application/json": { schema: OpenAi } }, required: true } }, responses: { 200: json(Integration, "The integration (no secret)"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses } }),
     async (c) => {
       const principal = c.get("principal");
       const b = c.req.valid("json");

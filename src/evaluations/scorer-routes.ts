@@ -7,7 +7,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { adminOnly } from "../auth/authenticate";
 import { nowMicros } from "../db/client";
-import { adminOnlyResponse, commonErrorResponses, Uuid } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, tooLargeResponse, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ApiError, notFound, RequestValidationError } from "../http/errors";
 import { judgeOnce } from "./judge-calls";
@@ -77,13 +77,13 @@ const body = <T extends z.ZodTypeAny>(schema: T) => ({ body: { content: { "appli
 const TAGS = ["Evaluations"];
 
 const routes = {
-  create: createRoute({ method: "post", path: "/scorers", tags: TAGS, summary: "Create a scorer", middleware: [adminOnly] as const, request: body(CreateScorer), responses: { 200: json(Scorer, "The scorer"), 409: json(z.object({ detail: z.string() }), "The name is taken"), ...adminOnlyResponse, ...commonErrorResponses } }),
-  list: createRoute({ method: "post", path: "/scorers/list", tags: TAGS, summary: "The organization's scorers", request: { body: { content: { "application/json": { schema: ListScorers } }, required: false } }, responses: { 200: json(z.object({ scorers: z.array(Scorer), next_starting_token: z.number().nullable(), limit: z.number(), starting_token: z.number() }), "A page of scorers by name"), ...commonErrorResponses } }),
+  create: createRoute({ method: "post", path: "/scorers", tags: TAGS, summary: "Create a scorer", middleware: [adminOnly] as const, request: body(CreateScorer), responses: { 200: json(Scorer, "The scorer"), 409: json(z.object({ detail: z.string() }), "The name is taken"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses } }),
+  list: createRoute({ method: "post", path: "/scorers/list", tags: TAGS, summary: "The organization's scorers", request: { body: { content: { "application/json": { schema: ListScorers } }, required: false } }, responses: { 200: json(z.object({ scorers: z.array(Scorer), next_starting_token: z.number().nullable(), limit: z.number(), starting_token: z.number() }), "A page of scorers by name"), ...tooLargeResponse, ...commonErrorResponses } }),
   get: createRoute({ method: "get", path: "/scorers/{scorer_id}", tags: TAGS, summary: "A scorer, its latest version, its counts by status and its last error", request: { params: ScorerIdParam }, responses: { 200: json(Scorer, "The scorer"), ...commonErrorResponses } }),
-  patch: createRoute({ method: "patch", path: "/scorers/{scorer_id}", tags: TAGS, summary: "Update a scorer", middleware: [adminOnly] as const, request: { params: ScorerIdParam, ...body(PatchScorer) }, responses: { 200: json(Scorer, "The scorer"), 409: json(z.object({ detail: z.string() }), "The name is taken"), ...adminOnlyResponse, ...commonErrorResponses } }),
+  patch: createRoute({ method: "patch", path: "/scorers/{scorer_id}", tags: TAGS, summary: "Update a scorer", middleware: [adminOnly] as const, request: { params: ScorerIdParam, ...body(PatchScorer) }, responses: { 200: json(Scorer, "The scorer"), 409: json(z.object({ detail: z.string() }), "The name is taken"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses } }),
   remove: createRoute({ method: "delete", path: "/scorers/{scorer_id}", tags: TAGS, summary: "Delete a scorer (stored values stay on the records)", middleware: [adminOnly] as const, request: { params: ScorerIdParam }, responses: { 200: json(z.object({ id: z.string(), deleted: z.literal(true) }), "Deleted"), ...adminOnlyResponse, ...commonErrorResponses } }),
-  presetVersion: createRoute({ method: "post", path: "/scorers/{scorer_id}/version/preset", tags: TAGS, summary: "A new version of a preset scorer", middleware: [adminOnly] as const, request: { params: ScorerIdParam, ...body(PresetVersion) }, responses: { 200: json(z.record(z.string(), z.unknown()), "The version"), ...adminOnlyResponse, ...commonErrorResponses } }),
-  llmVersion: createRoute({ method: "post", path: "/scorers/{scorer_id}/version/llm", tags: TAGS, summary: "A new version of an LLM judge", middleware: [adminOnly] as const, request: { params: ScorerIdParam, ...body(LlmVersion) }, responses: { 200: json(z.record(z.string(), z.unknown()), "The version"), ...adminOnlyResponse, ...commonErrorResponses } }),
+  presetVersion: createRoute({ method: "post", path: "/scorers/{scorer_id}/version/preset", tags: TAGS, summary: "A new version of a preset scorer", middleware: [adminOnly] as const, request: { params: ScorerIdParam, ...body(PresetVersion) }, responses: { 200: json(z.record(z.string(), z.unknown()), "The version"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses } }),
+  llmVersion: createRoute({ method: "post", path: "/scorers/{scorer_id}/version/llm", tags: TAGS, summary: "A new version of an LLM judge", middleware: [adminOnly] as const, request: { params: ScorerIdParam, ...body(LlmVersion) }, responses: { 200: json(z.record(z.string(), z.unknown()), "The version"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses } }),
   versions: createRoute({ method: "get", path: "/scorers/{scorer_id}/versions", tags: TAGS, summary: "A scorer's versions, newest first", request: { params: ScorerIdParam }, responses: { 200: json(z.array(z.record(z.string(), z.unknown())), "The versions"), ...commonErrorResponses } }),
 };
 
@@ -96,7 +96,7 @@ const testRoute = createRoute({
   description: "Answers what `metric_info.<name>` would hold. An LLM judge's test call is paced like any (a 429 with Retry-After past the integration's requests per minute) and not counted in the daily budget. Admins only (a judge call may cost money).",
   middleware: [adminOnly] as const,
   request: { params: ScorerIdParam, body: { content: { "application/json": { schema: TestOnRecord } }, required: true } },
-  responses: { 200: json(z.object({ scorer_id: z.string(), version: z.number(), record_id: z.string(), result: z.record(z.string(), z.unknown()) }), "The result, not stored"), ...adminOnlyResponse, ...commonErrorResponses },
+  responses: { 200: json(z.object({ scorer_id: z.string(), version: z.number(), record_id: z.string(), result: z.record(z.string(), z.unknown()) }), "The result, not stored"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses },
 });
 
 const nameTaken = (name: string) => new ApiError(409, `A scorer named "${name}" already exists in this organization`);

@@ -13,9 +13,24 @@ import { runSettings } from "./run-settings";
 /** Ids per queue message: well under the queue's 128 KB message limit for ids of 128 characters. */
 export const MAX_IDS_PER_MESSAGE = 500;
 
+/**
+ * Whether the run may have scorers. A settings lookup that fails answers yes: the ids are queued
+ * anyway and the consumer, which reads the settings itself (and is retried by the queue), drops
+ * them if the run has none. Otherwise one failed read after the answer would leave the request's
+ * records unscored with no reason anywhere.
+ */
+async function hasScorers(env: Env, runId: string): Promise<boolean> {
+  try {
+    return (await runSettings(env, runId)) !== null;
+  } catch (error) {
+    console.error(`evaluations: run settings unreadable, queueing the records anyway: ${error instanceof Error ? error.message : String(error)}`);
+    return true;
+  }
+}
+
 export async function enqueueScoring(env: Env, written: NonNullable<AppEnv["Variables"]["writtenRecords"]>): Promise<void> {
   for (const w of written) {
-    if (w.ids.length === 0 || !(await runSettings(env, w.runId))) continue;
+    if (w.ids.length === 0 || !(await hasScorers(env, w.runId))) continue;
     const messages = [];
     for (let i = 0; i < w.ids.length; i += MAX_IDS_PER_MESSAGE) {
       messages.push({ body: { kind: "score" as const, organizationId: w.organizationId, projectId: w.projectId, runId: w.runId, recordIds: w.ids.slice(i, i + MAX_IDS_PER_MESSAGE) } });

@@ -9,7 +9,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { adminOnly } from "../auth/authenticate";
 import { database, nowMicros } from "../db/client";
 import type { RunKind } from "../db/schema";
-import { adminOnlyResponse, commonErrorResponses, Uuid } from "../http/common-schemas";
+import { adminOnlyResponse, commonErrorResponses, tooLargeResponse, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
 import type { Principal } from "../http/app-env";
@@ -77,7 +77,7 @@ export function registerMetricSettings(app: Router): void {
         description: "Replaces the run's scorers and segment filters. Records written after the answer are scored after they are stored, through a queue.",
         middleware: [adminOnly] as const,
         request: { params: Params, body: { content: { "application/json": { schema: SettingsBody } }, required: true } },
-        responses: { 200: json(Answer, "The settings"), ...adminOnlyResponse, ...commonErrorResponses },
+        responses: { 200: json(Answer, "The settings"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses },
       }),
       async (c) => {
         const principal = c.get("principal");
@@ -122,7 +122,7 @@ export function registerMetricSettings(app: Router): void {
         description: "Scores the run's records created in `[start_time, end_time)` as an org-job (`GET /v2/org-jobs/{job_id}`, `job_name: score`, progress `{records_scored, records_skipped, errors}`). A result of an older version of a scorer is replaced. Admins only.",
         middleware: [adminOnly] as const,
         request: { params: Params, body: { content: { "application/json": { schema: Backfill } }, required: true } },
-        responses: { 200: json(z.object({ job_id: z.string(), message: z.string() }), "The job"), ...adminOnlyResponse, ...commonErrorResponses },
+        responses: { 200: json(z.object({ job_id: z.string(), message: z.string() }), "The job"), ...adminOnlyResponse, ...tooLargeResponse, ...commonErrorResponses },
       }),
       async (c) => {
         const principal = c.get("principal");

@@ -118,6 +118,21 @@ const ROUTE_BODY_LIMITS: ReadonlyMap<string, Cap> = new Map([
   ["POST /v2/projects/{project_id}/alerts", SMALL],
   ["PATCH /v2/projects/{project_id}/alerts/{alert_id}", SMALL],
   ["POST /v2/projects/{project_id}/redaction/apply", SMALL],
+  // Judge integrations, scorers and their versions (an LLM judge's instructions and prompt, a
+  // preset's params, a JSON schema among them), a run's scorer settings (at most 50 scorers and 20
+  // segments of filters), a backfill's range, a test on one record: each a few KB at most.
+  ["PUT /v2/integrations/custom", SMALL],
+  ["PUT /v2/integrations/openai", SMALL],
+  ["POST /v2/scorers", SMALL],
+  ["POST /v2/scorers/list", SMALL],
+  ["PATCH /v2/scorers/{scorer_id}", SMALL],
+  ["POST /v2/scorers/{scorer_id}/version/preset", SMALL],
+  ["POST /v2/scorers/{scorer_id}/version/llm", SMALL],
+  ["POST /v2/scorers/{scorer_id}/test", SMALL],
+  ["PATCH /v2/projects/{project_id}/log_streams/{log_stream_id}/metric_settings", SMALL],
+  ["PATCH /v2/projects/{project_id}/experiments/{experiment_id}/metric_settings", SMALL],
+  ["POST /v2/projects/{project_id}/log_streams/{log_stream_id}/metric_settings/backfill", SMALL],
+  ["POST /v2/projects/{project_id}/experiments/{experiment_id}/metric_settings/backfill", SMALL],
   ["POST /v2/projects/{project_id}/redaction/preview", REDACTION_PREVIEW],
   ["POST /v2/projects/{project_id}/annotation/templates", ANNOTATION],
   ["PATCH /v2/projects/{project_id}/annotation/templates/{template_id}", SMALL],
