@@ -58,7 +58,7 @@ export interface MoveOptions {
 /** Asks the local worker to run its scheduled handler now (it sends the move its first message). */
 async function poke(url: string): Promise<string> {
   try {
-    const response = await fetch(`${url}/__scheduled?cron=${encodeURIComponent(MOVE_WATCHDOG_CRON)}`, { signal: AbortSignal.timeout(5_000) });
+    const response = await fetch(`${url}/__scheduled?cron=${encodeURIComponent(MOVE_WATCHDOG_CRON)}`, { signal: AbortSignal.timeout(30_000) });
     if (response.ok) return `started by the worker at ${url}`;
     return `the worker at ${url} answered ${response.status}: the move starts when the worker's cron next runs`;
   } catch {
@@ -66,12 +66,24 @@ async function poke(url: string): Promise<string> {
   }
 }
 
-async function waitUntilOver(moveId: string, target: D1Target, timeoutSeconds: number): Promise<Row> {
+/** How often a local move still queued is started again (a poke lost on a busy machine). */
+const REPOKE_MS = 15_000;
+
+async function waitUntilOver(moveId: string, target: D1Target, timeoutSeconds: number, repoke?: () => Promise<unknown>): Promise<Row> {
   const deadline = Date.now() + timeoutSeconds * 1000;
+  let poked = Date.now();
   for (;;) {
     const [row] = await rows(moveStatusStatement({ moveId }), target);
     if (!row) throw new AdminError(`move ${moveId} disappeared`);
     if (row.phase === "completed" || row.phase === "failed" || row.status === "paused") return row;
+    // A local worker that did not answer the first poke in time (a loaded machine) may never have
+    // sent the move its first message, and a local wrangler dev runs no cron of its own: poke it
+    // again while the move is still queued. The watchdog sends a queued move one message; a
+    // second one is harmless (each step is idempotent, docs/sharding.md).
+    if (repoke && row.phase === "queued" && Date.now() - poked > REPOKE_MS) {
+      poked = Date.now();
+      await repoke();
+    }
     if (Date.now() > deadline) throw new AdminError(`move ${moveId} is still ${row.phase}${row.step ? `/${row.step}` : ""} after ${timeoutSeconds} s (it goes on; see move-status)`);
     await new Promise((r) => setTimeout(r, 1_000));
   }
@@ -112,7 +124,7 @@ export async function moveProjectCommand(options: MoveOptions, target: D1Target)
     if (inserted.length !== 1) throw new AdminError(`the move was not created (the project moved meanwhile?): see move-status`);
   }
   const started = target.remote ? "the deployed worker's minutely cron starts it" : await poke(options.url);
-  const row = options.wait ? await waitUntilOver(moveId, target, options.timeoutSeconds) : (await rows(moveStatusStatement({ moveId }), target))[0]!;
+  const row = options.wait ? await waitUntilOver(moveId, target, options.timeoutSeconds, target.remote ? undefined : () => poke(options.url)) : (await rows(moveStatusStatement({ moveId }), target))[0]!;
   return { ...moveReport(row), resumed, started };
 }
 
