@@ -121,7 +121,7 @@ async function readShardPage(
   return { rows: (rows?.results ?? []) as StoredRow[], templates, owned: true };
 }
 
-/** The response of a merged page (runSearch): `more` says records follow it. */
+/** The response of a page (one shard's, or merged across shards by runSearch): `more` says records follow it. */
 function mergedResponse(rows: StoredRow[], more: boolean, query: SearchQuery): SearchResponse {
   const records = rows.map((row) => shapeRecord(row, query));
   const last = records[records.length - 1];
@@ -145,17 +145,5 @@ function mergedResponse(rows: StoredRow[], more: boolean, query: SearchQuery): S
 function pageResponse(rows: StoredRow[], query: SearchQuery): SearchResponse {
   const read = Number((rows[0] as { _rows_read?: number } | undefined)?._rows_read ?? rows.length);
   const cutBySize = rows.length < read;
-  const paginated = cutBySize || rows.length > query.limit;
-  const records = rows.slice(0, query.limit).map((row) => shapeRecord(row, query));
-  const last = records[records.length - 1];
-  return {
-    records,
-    num_rows: records.length,
-    num_records: records.length,
-    starting_token: query.offset,
-    limit: query.limit,
-    paginated,
-    next_starting_token: paginated ? query.offset + records.length : null,
-    last_row_id: last ? String(last.id) : null,
-  };
+  return mergedResponse(rows.slice(0, query.limit), cutBySize || rows.length > query.limit, query);
 }
