@@ -212,6 +212,22 @@ describe("a move", () => {
   });
 });
 
+describe("a message the queue does not take", () => {
+  it("leaves the move due for the watchdog's next run, not stalled without a message", async () => {
+    const run = await seed(tenant, 1);
+    const source = await shardOf(run.projectId);
+    const moveId = await requestMove(run.projectId, otherShard(source));
+    const refusing = { ...(env as Env), MOVE_QUEUE: { send: async () => Promise.reject(new Error("queue unavailable")) } as unknown as Queue };
+    // The watchdog reports it sent nothing, and the move is due again with its seq unchanged.
+    expect(await kickMoves(refusing as Env)).toBe(0);
+    const refused = await move(moveId);
+    expect(refused).toMatchObject({ phase: "queued", updated_at: 0, message_seq: 0 });
+    // The next run (the next minute, or a local worker's next poke) sends it, and the move ends.
+    expect(await kickMoves(env as Env)).toBeGreaterThanOrEqual(1);
+    expect((await runThroughQueue(moveId, 30_000, false)).phase).toBe("completed");
+  }, 30_000);
+});
+
 describe("a move that keeps failing", () => {
   it("is paused by the dead-letter queue (the source takes writes again), and resumes to the end", async () => {
     const run = await seed(tenant, 2);

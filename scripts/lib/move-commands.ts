@@ -76,16 +76,20 @@ async function waitUntilOver(moveId: string, target: D1Target, timeoutSeconds: n
     const [row] = await rows(moveStatusStatement({ moveId }), target);
     if (!row) throw new AdminError(`move ${moveId} disappeared`);
     if (row.phase === "completed" || row.phase === "failed" || row.status === "paused") return row;
-    // A local worker that did not answer the first poke in time (a loaded machine) may never have
-    // sent the move its first message, and a local wrangler dev runs no cron of its own: poke it
-    // again while the move is still queued. The watchdog sends a queued move one message; a
-    // second one is harmless (each step is idempotent, docs/sharding.md).
+    // A local worker may not have sent the move its first message: the first poke was not answered
+    // in time (a loaded machine), or its catalog write met this command's read (SQLITE_BUSY; the
+    // watchdog then leaves the move due, src/moves/move-queue.ts), and a local wrangler dev runs no
+    // cron of its own: poke it again while the move is still queued. A move that has its message
+    // is not sent another (the watchdog only sends to a due move).
     if (repoke && row.phase === "queued" && Date.now() - poked > REPOKE_MS) {
       poked = Date.now();
       await repoke();
     }
     if (Date.now() > deadline) throw new AdminError(`move ${moveId} is still ${row.phase}${row.step ? `/${row.step}` : ""} after ${timeoutSeconds} s (it goes on; see move-status)`);
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Every 2 s: locally each read is this process's workerd opening the catalog's SQLite file
+    // beside the worker's own, and a write of the worker that meets it fails with SQLITE_BUSY (the
+    // move's message is then retried with backoff); a deployed D1 has no such second writer.
+    await new Promise((r) => setTimeout(r, 2_000));
   }
 }
 

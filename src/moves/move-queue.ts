@@ -35,11 +35,27 @@ function messageOf(body: unknown): MoveMessage | undefined {
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-/** Takes the next seq (if `seq` is still current) and sends its message; false if another delivery took it. */
-export async function sendMoveMessage(env: Env, moveId: string, seq: number, delaySeconds = 0): Promise<boolean> {
-  const bumped = await env.DB.prepare("UPDATE project_moves SET message_seq = ?2 + 1 WHERE id = ?1 AND message_seq = ?2").bind(moveId, seq).run();
+/**
+ * Takes the next seq (if `seq` is still current) and sends its message; false if another delivery
+ * took it. The seq is taken first, so that the message is never delivered before the row names it;
+ * the watchdog restarts the move's stall clock (`stallClockAt`) in the same statement, so a failure
+ * of that write changes nothing. A send that fails gives the seq back and marks the move due
+ * (`updated_at` 0), then throws: the message being handled is retried with its seq still current,
+ * and the watchdog's next run (the next poke of a local worker, or the minutely cron) sends again
+ * at once, instead of the move waiting out STALLED_AFTER_MICROS with no message at all. Whichever
+ * of the two comes first takes the seq; the other is then stale and does nothing.
+ */
+export async function sendMoveMessage(env: Env, moveId: string, seq: number, delaySeconds = 0, stallClockAt?: number): Promise<boolean> {
+  const bumped = await env.DB.prepare("UPDATE project_moves SET message_seq = ?2 + 1, updated_at = coalesce(?3, updated_at) WHERE id = ?1 AND message_seq = ?2")
+    .bind(moveId, seq, stallClockAt ?? null)
+    .run();
   if (bumped.meta.changes === 0) return false;
-  await env.MOVE_QUEUE.send({ moveId, seq: seq + 1 }, delaySeconds > 0 ? { delaySeconds } : undefined);
+  try {
+    await env.MOVE_QUEUE.send({ moveId, seq: seq + 1 }, delaySeconds > 0 ? { delaySeconds } : undefined);
+  } catch (error) {
+    await env.DB.prepare("UPDATE project_moves SET message_seq = ?2, updated_at = 0 WHERE id = ?1 AND message_seq = ?2 + 1").bind(moveId, seq).run();
+    throw error;
+  }
   return true;
 }
 
@@ -52,9 +68,13 @@ export async function kickMoves(env: Env, now: number = nowMicros()): Promise<nu
     .all<{ id: string; message_seq: number }>();
   let sent = 0;
   for (const move of results) {
-    // The stall clock restarts now, so the next minute's run does not send another.
-    await env.DB.prepare("UPDATE project_moves SET updated_at = ?2 WHERE id = ?1 AND message_seq = ?3").bind(move.id, now, move.message_seq).run();
-    if (await sendMoveMessage(env, move.id, move.message_seq)) sent += 1;
+    try {
+      // The stall clock restarts now, so the next minute's run does not send another.
+      if (await sendMoveMessage(env, move.id, move.message_seq, 0, now)) sent += 1;
+    } catch (error) {
+      // The move is due again (sendMoveMessage gave its seq back); the other moves still get theirs.
+      console.error(`moves watchdog: could not send move ${move.id} its message: ${errorText(error)}`);
+    }
   }
   return sent;
 }

@@ -166,11 +166,20 @@ describe("admin command line", () => {
   describe("against the running service", () => {
     let server: ChildProcess;
     let baseUrl: string;
+    // The service's last lines of output, shown when a test that depends on its background work
+    // (the move's queue messages) fails: the CLI only sees the catalog row.
+    const serverLog: string[] = [];
 
     beforeAll(async () => {
       const port = await freePort();
       baseUrl = `http://127.0.0.1:${port}`;
-      server = startDevServer({ port, persistTo, inspectorPort: 0, vars: { TOKEN_SECRET: "admin-cli-test-secret-of-sufficient-length" }, stdio: "ignore" });
+      server = startDevServer({ port, persistTo, inspectorPort: 0, vars: { TOKEN_SECRET: "admin-cli-test-secret-of-sufficient-length" }, stdio: ["ignore", "pipe", "pipe"] });
+      for (const stream of [server.stdout!, server.stderr!]) {
+        stream.setEncoding("utf8").on("data", (chunk: string) => {
+          serverLog.push(...chunk.split("\n").filter((line) => line.trim() !== ""));
+          serverLog.splice(0, Math.max(0, serverLog.length - 300));
+        });
+      }
       await waitUntilHealthy(baseUrl, server);
     });
 
@@ -269,7 +278,9 @@ describe("admin command line", () => {
       const from = String(placed!.results[0]!.shard);
       const to = from === "SHARD_0" ? "SHARD_1" : "SHARD_0";
 
-      const moved = oneJsonObject(await admin("move-project", "--project", project.id, "--to", to, "--url", baseUrl, "--wait", "--timeout", "120")) as unknown as Record<string, any>;
+      const moving = await admin("move-project", "--project", project.id, "--to", to, "--url", baseUrl, "--wait", "--timeout", "240");
+      if (moving.code !== 0) throw new Error(`move-project failed: ${moving.stderr}\nthe service's last lines:\n${serverLog.join("\n")}`);
+      const moved = oneJsonObject(moving) as unknown as Record<string, any>;
       expect(moved).toMatchObject({ project_id: project.id, source: from, target: to, phase: "completed", status: "running", error_message: null, resumed: false });
       expect(moved.started).toMatch(/started by the worker/);
       expect(moved.progress).toMatchObject({ records_total: 60, records_copied: 60, old_records_deleted: 60 });
