@@ -58,3 +58,20 @@ export async function countFilterDeletion(
   // A span root is counted among the spans below the roots (its walk starts at itself).
   return { counts, exact };
 }
+
+/**
+ * The dry runs of the shards holding the project's partitions, added: the sum is exact when every
+ * part was (each counts at most DRY_RUN_CAP matching roots); a root and all below it are in one
+ * partition, so no record is counted twice.
+ */
+export function addCounts(parts: readonly { answer: { counts: DeletionCounts; exact: boolean } }[]): { counts: DeletionCounts; exact: boolean } {
+  const counts: DeletionCounts = { sessions: 0, traces: 0, spans: 0 };
+  let exact = true;
+  for (const { answer } of parts) {
+    counts.sessions += answer.counts.sessions;
+    counts.traces += answer.counts.traces;
+    counts.spans += answer.counts.spans;
+    exact &&= answer.exact;
+  }
+  return { counts, exact };
+}

@@ -20,6 +20,7 @@ import { adminOnlyResponse, commonErrorResponses, ProjectIdParam } from "../http
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject } from "../projects/run-access";
 import { refineRunSelector, runSelectorOf } from "../projects/run-selector";
+import { onProjectReadShards } from "../partitions/read-shards";
 import { onProjectShard } from "../shards/project-shard";
 import { bindAnnotationColumns } from "../search/bind-annotation-columns";
 import { compileSearchQuery } from "../search/compile-search-query";
@@ -28,7 +29,7 @@ import { classifySearchCost, withinSearchAdmission } from "../search/search-cost
 import { idsOnlyQuery } from "../search/search-query";
 import { ROUTE_SEGMENT, SEARCH_FAMILIES } from "../search/search-routes";
 import { PartialSearchRequestSchema } from "../search/search-schemas";
-import { countFilterDeletion, DRY_RUN_CAP } from "./count-filter-deletion";
+import { addCounts, countFilterDeletion, DRY_RUN_CAP } from "./count-filter-deletion";
 
 /**
  * The most roots one chunk's selection may return; the engine's chunk limits (chunk-sizer.ts)
@@ -104,28 +105,35 @@ export function registerDeleteByFilter(app: Router): void {
       const what = `the ${family}s of run ${run.runId} matching the filter`;
 
       if (dry_run) {
-        const { counts, exact } = await withinSearchAdmission(c.env, principal.organizationId, query, () =>
-          onProjectShard(c, project_id, "read", ({ db }) => countFilterDeletion(db, family, statement, run.runId)),
+        // Every shard holding a partition of the project counts its part (contract section 13).
+        const { counts, exact } = addCounts(
+          await withinSearchAdmission(c.env, principal.organizationId, query, () =>
+            onProjectReadShards(c, project_id, ({ db }) => countFilterDeletion(db, family, statement, run.runId)),
+          ),
         );
         const amount = exact ? describeCounts(counts) : `at least ${describeCounts(counts)} (the count stopped there: more match)`;
         return c.json({ job_id: null, message: `Dry run: deleting ${what} would remove ${amount}. Nothing was deleted.`, would_delete: counts, would_delete_is_exact: exact }, 200);
       }
 
-      const found = await withinSearchAdmission(c.env, principal.organizationId, query, () =>
-        onProjectShard(c, project_id, "write", async ({ db, route }) => {
-          const any = await db.prepare(`SELECT id FROM (${statement.sql}) LIMIT 1`).bind(...statement.params).first();
-          return { any: any !== null, shard: route.shard };
-        }),
+      // The shards where something matches: the project's own (reached as for a write, so that a
+      // project frozen by a move answers 503) and those of its other partitions. One job part each.
+      const probed = await withinSearchAdmission(c.env, principal.organizationId, query, () =>
+        onProjectReadShards(
+          c,
+          project_id,
+          async ({ db }) => (await db.prepare(`SELECT id FROM (${statement.sql}) LIMIT 1`).bind(...statement.params).first()) !== null,
+          "write",
+        ),
       );
-      if (!found.any) return c.json({ job_id: null, message: `No ${noun[family]} of run ${run.runId} matches the filter: nothing to delete.` }, 200);
+      const shards = probed.filter((part) => part.answer).map((part) => part.shard);
+      if (shards.length === 0) return c.json({ job_id: null, message: `No ${noun[family]} of run ${run.runId} matches the filter: nothing to delete.` }, 200);
 
       const jobId = await insertOrgJob(c.env, {
         organizationId: principal.organizationId,
         createdBy: principal.userId,
         jobName: DELETE_BY_FILTER,
         status: "running",
-        // The project's records are on one database: the job has one part, there.
-        shards: [found.shard],
+        shards,
         request: {
           project_id,
           run_id: run.runId,

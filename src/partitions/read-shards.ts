@@ -27,11 +27,21 @@ export interface ShardAnswer<T> {
   answer: T;
 }
 
-/** Runs `work` on every shard holding a partition of the project; the project's own shard first. */
-export async function onProjectReadShards<T>(c: Context<AppEnv>, projectId: string, work: (shard: ProjectShard) => Promise<T>): Promise<ShardAnswer<T>[]> {
+/**
+ * Runs `work` on every shard holding a partition of the project; the project's own shard first.
+ * `homeMode` "write": the project's own shard is reached as for a write (a project frozen by a
+ * move answers 503 there, as a deletion must not run on a source whose changes are no longer
+ * logged); the shards of other partitions are read (partitions do not move yet).
+ */
+export async function onProjectReadShards<T>(
+  c: Context<AppEnv>,
+  projectId: string,
+  work: (shard: ProjectShard) => Promise<T>,
+  homeMode: "read" | "write" = "read",
+): Promise<ShardAnswer<T>[]> {
   let homeShard = "";
   const [answer, partitions] = await Promise.all([
-    onProjectShard(c, projectId, "read", async (shard) => {
+    onProjectShard(c, projectId, homeMode, async (shard) => {
       homeShard = shard.route.shard;
       return work(shard);
     }),

@@ -40,9 +40,19 @@ export interface ExpiryScheduleOutcome {
   busyOrganizations: number;
 }
 
+/**
+ * Each project with a retention, once per database holding its records: its own shard, and the
+ * shard of each of its partitions (docs/partitions.md; `project_partitions_project_seq` serves
+ * the join by project).
+ */
 const RETAINED_PROJECTS = `
 SELECT id, organization_id, coalesce(shard, '${CATALOG_SHARD}') AS shard, retention_days
-FROM projects WHERE retention_days IS NOT NULL ORDER BY organization_id, id`;
+FROM projects WHERE retention_days IS NOT NULL
+UNION
+SELECT p.id, p.organization_id, pp.shard, p.retention_days
+FROM projects AS p CROSS JOIN project_partitions AS pp ON pp.project_id = p.id
+WHERE p.retention_days IS NOT NULL
+ORDER BY 2, 1, 3`;
 
 const BUSY_ORGANIZATIONS = `
 SELECT DISTINCT organization_id FROM org_jobs WHERE job_name = '${EXPIRE_RETENTION}' AND status IN ('queued', 'running')`;
@@ -85,19 +95,19 @@ export async function scheduleExpiry(env: Env, scheduledMicros: number = current
   const busyOrganizations = new Set((busy?.results ?? []).map((row) => row.organization_id));
   const candidates = (retained?.results ?? []).filter((p) => !busyOrganizations.has(p.organization_id));
 
-  // Per shard: which candidates hold expired records or held updates there.
+  // Per shard: which candidates hold expired records or held updates there (a project whose
+  // partitions span shards is asked on each).
   const byShard = new Map<string, ExpiringProject[]>();
   const organizationOf = new Map<string, string>();
-  const shardOf = new Map<string, string>();
   for (const project of candidates) {
     const cutoff = retentionCutoffMicros(project.retention_days, scheduledMicros)!;
     const list = byShard.get(project.shard) ?? [];
     list.push({ project_id: project.id, retention_days: project.retention_days, cutoff });
     byShard.set(project.shard, list);
     organizationOf.set(project.id, project.organization_id);
-    shardOf.set(project.id, project.shard);
   }
-  const expiring = new Map<string, ExpiringProject[]>();
+  // Per organization: its projects with something expired (each once), and the shards where.
+  const expiring = new Map<string, { projects: Map<string, ExpiringProject>; shards: Set<string> }>();
   for (const [shard, projects] of byShard) {
     let found: Set<string>;
     try {
@@ -110,13 +120,17 @@ export async function scheduleExpiry(env: Env, scheduledMicros: number = current
     for (const project of projects) {
       if (!found.has(project.project_id)) continue;
       const organizationId = organizationOf.get(project.project_id)!;
-      expiring.set(organizationId, [...(expiring.get(organizationId) ?? []), project]);
+      const entry = expiring.get(organizationId) ?? { projects: new Map(), shards: new Set() };
+      entry.projects.set(project.project_id, project);
+      entry.shards.add(shard);
+      expiring.set(organizationId, entry);
     }
   }
 
   const outcome: ExpiryScheduleOutcome = { jobs: [], busyOrganizations: busyOrganizations.size };
-  for (const [organizationId, projects] of expiring) {
-    const shards = [...new Set(projects.map((p) => shardOf.get(p.project_id)!))].sort();
+  for (const [organizationId, entry] of expiring) {
+    const projects = [...entry.projects.values()];
+    const shards = [...entry.shards].sort();
     try {
       const jobId = await startExpiryJob(env, organizationId, projects, shards);
       outcome.jobs.push({ jobId, organizationId, projects: projects.length, shards });
