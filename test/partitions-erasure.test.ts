@@ -82,6 +82,36 @@ describe("erasure across partitions on several shards", () => {
     expect(await searchable(project)).toEqual([...staying].sort());
   });
 
+  it("a late span or update of a trace erased in a partition on another shard meets its tombstone there, as in one partition", async () => {
+    const { project, going } = await spread((goes) => ({ user_metadata: { env: goes ? "gone" : "kept" } }));
+    const started = await deleteByMetadata(tenant, { metadata_key: "env", metadata_value: "gone" });
+    expect((await waitForJob(tenant, started.body.job_id)).job.status).toBe("completed");
+    // going[0] is a trace of the first partition (SHARD_0); the open partition is on SHARD_0 too,
+    // so take one of the middle partition's (SHARD_1): the first going id written after the roll.
+    const erasedOnShard1 = going[4]!;
+    const late = crypto.randomUUID();
+    const spans = await fetchAs(tenant, {}, `/v2/projects/${project.projectId}/spans`, {
+      log_stream_id: project.logStreamId,
+      trace_id: erasedOnShard1,
+      parent_id: erasedOnShard1,
+      spans: [{ id: late, type: "tool", name: "late" }],
+    });
+    expect(spans.status, JSON.stringify(spans.body)).toBe(200);
+    const resent = await ingestTraces(project, [{ id: erasedOnShard1, name: "again", spans: [{ id: crypto.randomUUID(), type: "llm" }] }]);
+    expect(resent.status).toBe(200);
+    expect([...(await shardsOf(project, [late, erasedOnShard1])).keys()]).toEqual([]);
+    const patched = await fetchAs(tenant, {}, `/v2/projects/${project.projectId}/traces/${erasedOnShard1}`, { log_stream_id: project.logStreamId, trace_id: erasedOnShard1, output: "x" }, "PATCH");
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    let held = 0;
+    for (const shard of ["DB", "SHARD_0", "SHARD_1"]) {
+      const db = (env as unknown as Record<string, D1Database>)[shard]!;
+      held += (await db.prepare("SELECT count(*) AS n FROM record_patches WHERE record_id = ?1").bind(erasedOnShard1).first<{ n: number }>())!.n;
+    }
+    expect(held).toBe(0);
+    const spanCount = await fetchAs(tenant, {}, `/v2/projects/${project.projectId}/spans/count`, { log_stream_id: project.logStreamId });
+    expect(spanCount.body.total_count).toBe(3);
+  });
+
   it("deletion by filter counts and erases the matches of every partition, with their spans", async () => {
     const { project, going, staying } = await spread((goes) => ({ tags: [goes ? "gone" : "kept"] }));
     const body = { log_stream_id: project.logStreamId, filters: [{ column_id: "tags", operator: "contains", value: "gone", type: "collection" }] };

@@ -24,7 +24,37 @@ import { type HeldRelease, type HeldRow, heldOfRecordsStatement } from "./held-e
 /** 60 s: the partition cache's 4 s and clock differences between clients and the service. */
 export const NEW_ROOT_MARGIN_MICROS = 60_000_000;
 
-const FIND = `SELECT id, coalesce(partition_seq, 1) AS seq FROM records WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?2))`;
+/**
+ * The listed ids stored on a shard, with their partition; and those erased there (tombstoned, seq
+ * null): a late child or update of an erased root must meet its tombstone, which is on the shard
+ * the deletion ran on, not on the open partition's (two primary-key probes per id).
+ */
+const FIND = `
+SELECT id, coalesce(partition_seq, 1) AS seq FROM records WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?2))
+UNION ALL
+SELECT record_id AS id, NULL AS seq FROM record_tombstones WHERE project_id = ?1 AND record_id IN (SELECT value FROM json_each(?2))`;
+
+interface Found {
+  id: string;
+  seq: number | null;
+}
+
+/**
+ * The partition a found id sends its write to: the record's own; for a tombstone, the newest of the
+ * project's partitions on that shard (the write there is refused by the tombstone, as on a project
+ * of one partition). A stored record wins over a tombstone of the same id.
+ */
+function foundPartition(partitions: readonly PartitionRoute[], shard: string, row: Found): PartitionRoute | undefined {
+  if (row.seq !== null) return partitions.find((p) => p.seq === row.seq && p.shard === shard);
+  return partitions.filter((p) => p.shard === shard).at(-1);
+}
+
+function remember(found: Map<string, PartitionRoute>, partitions: readonly PartitionRoute[], shard: string, rows: readonly Found[]): void {
+  for (const row of rows) {
+    const partition = foundPartition(partitions, shard, row);
+    if (partition && (row.seq !== null || !found.has(row.id))) found.set(row.id, partition);
+  }
+}
 
 export interface WriteGroup {
   partition: PartitionRoute;
@@ -80,10 +110,7 @@ export async function groupByRootPartition(env: Env, partitions: readonly Partit
     ...elsewhere.map(async (shard) => {
       const db = shardDatabase(env, shard);
       const [rows, held] = await db.batch<any>([db.prepare(FIND).bind(open.projectId, ids), ...(runId && patchable.length > 0 ? [heldOfRecordsStatement(db, patchable, runId)] : [])]);
-      for (const row of (rows!.results as { id: string; seq: number }[])) {
-        const partition = partitions.find((p) => p.seq === row.seq && p.shard === shard);
-        if (partition) found.set(row.id, partition);
-      }
+      remember(found, partitions, shard, rows!.results as Found[]);
       readHeld(shard, held as D1Result<HeldRow> | undefined);
     }),
     ...(runId && patchable.length > 0
@@ -120,22 +147,13 @@ export async function groupByRootPartition(env: Env, partitions: readonly Partit
  * there, where a new record goes). One parallel lookup, only when the project spans shards.
  */
 export async function partitionOfRecord(env: Env, partitions: readonly PartitionRoute[], open: PartitionRoute, id: string): Promise<PartitionRoute> {
-  const elsewhere = [...new Set(partitions.filter((p) => p.shard !== open.shard).map((p) => p.shard))];
-  if (elsewhere.length === 0) return open;
-  const ids = JSON.stringify([id]);
-  const hits = await Promise.all(
-    elsewhere.map(async (shard) => {
-      const row = await shardDatabase(env, shard).prepare(FIND).bind(open.projectId, ids).first<{ seq: number }>();
-      return row ? partitions.find((p) => p.seq === row.seq && p.shard === shard) : undefined;
-    }),
-  );
-  return hits.find((p) => p !== undefined) ?? open;
+  return (await partitionsOfRoots(env, partitions, open, [id])).get(id) ?? open;
 }
 
 /**
- * The partition of each of these roots stored on a shard other than the open partition's (one
- * parallel lookup; none when the project is on one shard). Roots found nowhere else are absent:
- * they go to the open partition, whose shard's upsert finds them if stored there.
+ * The partition of each of these roots stored (or erased: see FIND) on a shard other than the open
+ * partition's (one parallel lookup; none when the project is on one shard). Roots found nowhere
+ * else are absent: they go to the open partition, whose shard's upsert finds them if stored there.
  */
 export async function partitionsOfRoots(env: Env, partitions: readonly PartitionRoute[], open: PartitionRoute, roots: readonly string[]): Promise<Map<string, PartitionRoute>> {
   const found = new Map<string, PartitionRoute>();
@@ -144,11 +162,8 @@ export async function partitionsOfRoots(env: Env, partitions: readonly Partition
   const ids = JSON.stringify([...new Set(roots)]);
   await Promise.all(
     elsewhere.map(async (shard) => {
-      const rows = await shardDatabase(env, shard).prepare(FIND).bind(open.projectId, ids).all<{ id: string; seq: number }>();
-      for (const row of rows.results) {
-        const partition = partitions.find((p) => p.seq === row.seq && p.shard === shard);
-        if (partition) found.set(row.id, partition);
-      }
+      const rows = await shardDatabase(env, shard).prepare(FIND).bind(open.projectId, ids).all<Found>();
+      remember(found, partitions, shard, rows.results);
     }),
   );
   return found;
