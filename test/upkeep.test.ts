@@ -153,13 +153,17 @@ describe("the writes of a few seconds share one run", () => {
   function recordingQueue(): { queue: Queue<UpkeepMessage>; sends: { body: UpkeepMessage; delaySeconds: number | undefined }[] } {
     const sends: { body: UpkeepMessage; delaySeconds: number | undefined }[] = [];
     const real = env.UPKEEP_QUEUE as Queue<UpkeepMessage>;
-    const queue = {
-      send: async (body: UpkeepMessage, options?: QueueSendOptions) => {
-        sends.push({ body, delaySeconds: options?.delaySeconds });
-        await real.send(body, options);
+    const send = async (body: UpkeepMessage, options?: QueueSendOptions) => {
+      sends.push({ body, delaySeconds: options?.delaySeconds });
+      await real.send(body, options);
+    };
+    const queue = new Proxy(real, {
+      get(target, property) {
+        if (property === "send") return send;
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
       },
-      sendBatch: (messages: Iterable<MessageSendRequest<UpkeepMessage>>, options?: QueueSendBatchOptions) => real.sendBatch(messages, options),
-    } as Queue<UpkeepMessage>;
+    });
     return { queue, sends };
   }
 
