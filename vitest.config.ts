@@ -93,6 +93,10 @@ export default defineConfig(async () => {
                   METRICS_SCAN_MAX_RECORDS: "3000",
                   // Channels may point at 127.0.0.1 (as under wrangler dev), and a failing delivery
                   // gives up after its second attempt instead of retrying for 24 hours in the background.
+                  // The upkeep at once after each write, as before its coalescing: the suite's tests that
+                  // wait for derived data keep their timing; test/upkeep.test.ts sets the coalescing
+                  // itself where it tests it (src/upkeep/upkeep-pace.ts).
+                  UPKEEP_COALESCE_SECONDS: "0",
                   ALERT_DESTINATIONS: "local",
                   JUDGE_DESTINATIONS: "local",
                   JUDGE_RETRY_DELAYS_SECONDS: "1",

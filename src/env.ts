@@ -128,6 +128,8 @@ declare global {
       TEXT_INDEX_LAG_SCAN_MAX_RECORDS?: string;
       /** "false": writes do not start the upkeep; only the cron runs it (src/upkeep/upkeep-request.ts). Default on. */
       UPKEEP_AFTER_WRITES?: string;
+      /** Seconds a database's upkeep waits after the writes that ask for it, to take them together (src/upkeep/upkeep-pace.ts). */
+      UPKEEP_COALESCE_SECONDS?: string;
       /** Records one metrics request may aggregate by scanning; past it a 503 (src/analytics/scan-bound.ts). */
       METRICS_SCAN_MAX_RECORDS?: string;
       EXPORT_SLOT_WAIT_SECONDS?: string;

@@ -13,6 +13,7 @@ import { requestUpkeep } from "../src/upkeep/upkeep-request";
 import { retryDelaySeconds, UPKEEP_QUEUE_NAME } from "../src/upkeep/upkeep-consumer";
 import { runUpkeep, UpkeepFailure, upkeepEverywhere } from "../src/upkeep/upkeep-runner";
 import { nextChunkRids } from "../src/upkeep/upkeep-run";
+import { coalesceSeconds, DEFAULT_COALESCE_SECONDS } from "../src/upkeep/upkeep-pace";
 import { createRun, postTraces } from "./deletion-fixtures";
 import { faultyD1 } from "./support/faulty-d1";
 import { recordsOf } from "./support/record-dbs";
@@ -127,6 +128,96 @@ describe("one pending message per database", () => {
     await db.prepare("UPDATE upkeep_state SET pending_since = ?1, pending_token = 'lost'").bind(Date.now() - 10 * 60_000).run();
     expect(await requestUpkeep(env, SPARE)).toBe(true);
     expect(await requestUpkeep(env, SPARE)).toBe(false);
+  });
+});
+
+/**
+ * The coalescing in time (src/upkeep/upkeep-pace.ts). The suite runs with UPKEEP_COALESCE_SECONDS
+ * "0" (vitest.config.ts); these cases set it on the env they pass, and the queue's consumer (which
+ * runs with the suite's env) runs what arrives.
+ */
+describe("the writes of a few seconds share one run", () => {
+  const pendingOf = (db: D1Database) => db.prepare("SELECT pending_since, lease_until FROM upkeep_state").first<{ pending_since: number | null; lease_until: number | null }>();
+
+  it("reads UPKEEP_COALESCE_SECONDS, 5 s when unset or unreadable, at most 60 s (under the 120 s after which a pending mark is taken for lost)", () => {
+    expect(DEFAULT_COALESCE_SECONDS).toBe(5);
+    expect([undefined, "", "0", "2", "abc", "-1", "1000"].map((v) => coalesceSeconds({ UPKEEP_COALESCE_SECONDS: v }))).toEqual([5, 5, 0, 2, 5, 5, 60]);
+  });
+
+  /**
+   * The upkeep queue, each send recorded and passed on to the real queue. The delivery delay is
+   * the platform's (Queues' delaySeconds; under `wrangler dev` the runs came 5 s apart in the
+   * ingest probe), but the vitest pool's local queue delivered such a message within 1.5 s: so
+   * these cases assert the delay each message is sent with.
+   */
+  function recordingQueue(): { queue: Queue<UpkeepMessage>; sends: { body: UpkeepMessage; delaySeconds: number | undefined }[] } {
+    const sends: { body: UpkeepMessage; delaySeconds: number | undefined }[] = [];
+    const real = env.UPKEEP_QUEUE as Queue<UpkeepMessage>;
+    const send = async (body: UpkeepMessage, options?: QueueSendOptions) => {
+      sends.push({ body, delaySeconds: options?.delaySeconds });
+      await real.send(body, options);
+    };
+    const queue = new Proxy(real, {
+      get(target, property) {
+        if (property === "send") return send;
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    return { queue, sends };
+  }
+
+  it("the message a write sends is delivered that many seconds later, and writes meanwhile send none", async () => {
+    const db = spare();
+    await until(() => pendingOf(db), (row) => row?.pending_since === null && row.lease_until === null);
+    const { queue, sends } = recordingQueue();
+    const paced = { ...env, UPKEEP_COALESCE_SECONDS: "3", UPKEEP_QUEUE: queue } as Env;
+    expect(await requestUpkeep(paced, SPARE)).toBe(true);
+    expect(await requestUpkeep(paced, SPARE)).toBe(false);
+    expect(await requestUpkeep(paced, SPARE)).toBe(false);
+    expect(sends).toEqual([{ body: { shard: SPARE }, delaySeconds: 3 }]);
+    // The one message runs the upkeep, which catches up and clears the mark.
+    expect((await until(() => pendingOf(db), (row) => row?.pending_since === null, 30_000))!.pending_since).toBeNull();
+  });
+
+  /** The database, with one write asking for upkeep as the run's first chunk starts (the run has looked at requested_seq by then). */
+  function writeDuringTheRun(db: D1Database): D1Database {
+    let asked = false;
+    return new Proxy(db, {
+      get(target, property) {
+        const value = Reflect.get(target, property) as unknown;
+        if (property === "batch") {
+          return async (statements: D1PreparedStatement[]) => {
+            if (!asked) {
+              asked = true;
+              await target.prepare("UPDATE upkeep_state SET requested_seq = requested_seq + 1").run();
+            }
+            return target.batch(statements);
+          };
+        }
+        return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+
+  it("a run that finds writes arrived meanwhile hands over to a continuation as late, instead of going round at once", async () => {
+    const db = spare();
+    await until(() => pendingOf(db), (row) => row?.pending_since === null && row.lease_until === null);
+    const { queue, sends } = recordingQueue();
+    const paced = { ...env, UPKEEP_COALESCE_SECONDS: "3", UPKEEP_QUEUE: queue, [SPARE]: writeDuringTheRun(db) } as Env;
+    expect((await runUpkeep(paced, SPARE)).state).toBe("deferred");
+    expect(sends).toEqual([{ body: { shard: SPARE }, delaySeconds: 3 }]);
+    // The lease is free and a message pending: writes meanwhile send none, the continuation runs them.
+    expect(await pendingOf(db)).toEqual({ pending_since: expect.any(Number), lease_until: null });
+    expect(await requestUpkeep(paced, SPARE)).toBe(false);
+    expect(sends).toHaveLength(1);
+    expect((await until(() => pendingOf(db), (row) => row?.pending_since === null, 30_000))!.pending_since).toBeNull();
+    // With no coalescing ("0"), the run goes round at once and stops caught up, as before.
+    const atOnce = recordingQueue();
+    const unpaced = { ...env, UPKEEP_COALESCE_SECONDS: "0", UPKEEP_QUEUE: atOnce.queue, [SPARE]: writeDuringTheRun(db) } as Env;
+    expect((await runUpkeep(unpaced, SPARE)).state).toBe("caught-up");
+    expect(atOnce.sends).toEqual([]);
+    expect(await pendingOf(db)).toEqual({ pending_since: null, lease_until: null });
   });
 });
 

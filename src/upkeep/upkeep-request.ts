@@ -7,12 +7,14 @@
  * before stopping) and, only when no message is pending (`pending_since` NULL, or older than
  * PENDING_STALE_MS: the chain died with its isolate), marks one pending and sends the one
  * message. So however many writes arrive, a database has at most one message on its way: the
- * upkeep is coalesced per database, not one run per write.
+ * upkeep is coalesced per database, not one run per write. The message is delivered
+ * UPKEEP_COALESCE_SECONDS later (upkeep-pace.ts), so the writes of those seconds share one run.
  */
 import type { MiddlewareHandler } from "hono";
 import type { Env } from "../env";
 import type { AppEnv } from "../http/app-env";
 import { shardDatabase } from "../shards/shard-config";
+import { sendUpkeepMessage } from "./upkeep-pace";
 
 /**
  * A pending mark older than this is taken for a lost chain (a message that never arrived, a run
@@ -35,7 +37,7 @@ const REQUEST_SQL = `UPDATE upkeep_state SET requested_seq = requested_seq + 1,
 export async function requestUpkeep(env: Env, shard: string, now: number = Date.now()): Promise<boolean> {
   const row = await shardDatabase(env, shard).prepare(REQUEST_SQL).bind(now, now - PENDING_STALE_MS, crypto.randomUUID()).first<{ send: number }>();
   if (!row?.send) return false;
-  await env.UPKEEP_QUEUE.send({ shard });
+  await sendUpkeepMessage(env, shard);
   return true;
 }
 

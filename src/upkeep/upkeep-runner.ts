@@ -14,6 +14,7 @@
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { handOver, releaseCaughtUp, releaseFailed, takeLease } from "./upkeep-lease";
+import { coalesceSeconds, sendUpkeepMessage } from "./upkeep-pace";
 import { CRON_BUDGET_MS, MESSAGE_BUDGET_MS, type UpkeepProgress, upkeepChunks, upkeepWatermarks } from "./upkeep-run";
 
 export type UpkeepOutcome =
@@ -21,7 +22,13 @@ export type UpkeepOutcome =
   | { state: "busy" }
   | { state: "caught-up"; progress: UpkeepProgress }
   /** The budget was spent with work left: a continuation message was sent. */
-  | { state: "continued"; progress: UpkeepProgress };
+  | { state: "continued"; progress: UpkeepProgress }
+  /**
+   * Caught up with what it saw, but writes asked for upkeep meanwhile: a continuation message was
+   * sent, delivered UPKEEP_COALESCE_SECONDS later so that it takes the writes of those seconds
+   * together (upkeep-pace.ts).
+   */
+  | { state: "deferred"; progress: UpkeepProgress };
 
 export class UpkeepFailure extends Error {
   constructor(
@@ -40,16 +47,24 @@ export async function runUpkeep(env: Env, shard: string, budgetMs: number = MESS
   const lease = await takeLease(db);
   if (!lease) return { state: "busy" };
   const started = Date.now();
+  const coalesce = coalesceSeconds(env);
   try {
     for (;;) {
       const progress = await upkeepChunks(db, { budgetMs: budgetMs - (Date.now() - started) });
       if (progress.caughtUp) {
         if (await releaseCaughtUp(lease)) return { state: "caught-up", progress };
-        // A write asked for upkeep since: its records may be past what the chunks saw.
+        // A write asked for upkeep since: its records may be past what the chunks saw. Writes are
+        // still arriving, so their upkeep is taken together a few seconds on (upkeep-pace.ts);
+        // with no coalescing, at once.
+        if (coalesce > 0) {
+          await handOver(lease);
+          await sendUpkeepMessage(env, shard, coalesce);
+          return { state: "deferred", progress };
+        }
         if (Date.now() - started < budgetMs) continue;
       }
       await handOver(lease);
-      await env.UPKEEP_QUEUE.send({ shard });
+      await sendUpkeepMessage(env, shard, 0);
       return { state: "continued", progress };
     }
   } catch (error) {
