@@ -62,6 +62,11 @@ describe("judges that say why they wait", () => {
     const { id, run } = await judgeOn("budgeted", { daily_budget: 0 });
     const infos = await writeAndScore(run, 2);
     for (const info of infos) expect(info.budgeted).toMatchObject({ status_type: "pending", message: expect.stringContaining("daily budget of 0 judge calls is spent") });
+    // Due after midnight UTC: the delayed message's time, and the cron's sweep's if it is lost (src/evaluations/due-results.ts).
+    const midnightUs = (Math.floor(Date.now() / 86_400_000) + 1) * 86_400_000_000;
+    const due = await (await recordsOf(projectId)).prepare("SELECT due_at FROM evaluation_results WHERE scorer_id = ?1").bind(id).all<{ due_at: number }>();
+    expect(due.results).toHaveLength(2);
+    for (const row of due.results) expect(Math.abs(row.due_at - midnightUs - 5_000_000)).toBeLessThan(2_000_000);
     const scorer = await call(`/v2/scorers/${id}`, { as: member });
     expect(scorer.body.counts).toEqual({ pending: 2, success: 0, error: 0 });
   });

@@ -232,7 +232,11 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
     recordId: record.id, recordType: record.record_type, scorerId: scorer.id, scorerName: scorer.name, versionId: scorer.versionId, runId: record.run_id, status, value,
     info: { status_type: status, ...info, scorer_id: scorer.id, scorer_version: scorer.version }, reason,
   });
-  const pending = (scorer: ActiveScorer, record: ScorableRecord, message: string) => outcomes.push(outcome(scorer, record, "pending", null, { message }, message));
+  /** Pending with its reason, due again in `seconds`: a delayed message then, else the cron's sweep (due-results.ts). */
+  const pending = (scorer: ActiveScorer, record: ScorableRecord, message: string, seconds: number) => {
+    outcomes.push({ ...outcome(scorer, record, "pending", null, { message }, message), dueAt: nowMicros() + Math.ceil(seconds * 1e6) });
+    later(seconds, record.id);
+  };
   const failed = (scorer: ActiveScorer, record: ScorableRecord, message: string) => {
     tally.errors++;
     outcomes.push(outcome(scorer, record, "error", null, { message }, message));
@@ -263,14 +267,12 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
       const llm = (scorer.definition as { llm: LlmDefinition }).llm;
       const calls = llm.num_judges;
       if (!(await take(env.DB, TAKE_BUDGET, [scorer.id, day, calls, scorer.dailyBudget]))) {
-        pending(scorer, record, `the scorer's daily budget of ${scorer.dailyBudget} judge calls is spent; scored after midnight UTC`);
-        later(toMidnight + 5, record.id);
+        pending(scorer, record, `the scorer's daily budget of ${scorer.dailyBudget} judge calls is spent; scored after midnight UTC`, toMidnight + 5);
         return;
       }
       const minute = Math.floor(Date.now() / 60_000);
       if (!(await take(env.DB, TAKE_MINUTE, [ctx.organizationId, name, minute, calls, integration.requests_per_minute]))) {
-        pending(scorer, record, `waiting for the "${name}" integration's pace of ${integration.requests_per_minute} requests per minute`);
-        later((minute + 1) * 60 - Date.now() / 1000 + Math.random() * 5, record.id);
+        pending(scorer, record, `waiting for the "${name}" integration's pace of ${integration.requests_per_minute} requests per minute`, (minute + 1) * 60 - Date.now() / 1000 + Math.random() * 5);
         return;
       }
       const prompt = renderPrompt(llm.user_prompt, record);
@@ -282,8 +284,7 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
           if (result.retryable && attempts < MAX_JUDGE_ATTEMPTS) {
             const delays = retryDelays(env);
             const wait = result.retryAfterS ?? delays[Math.min(attempts - 1, delays.length - 1)]!;
-            pending(scorer, record, `${result.message}; attempt ${attempts} of ${MAX_JUDGE_ATTEMPTS}, retried in ${wait} s`);
-            later(wait, record.id);
+            pending(scorer, record, `${result.message}; attempt ${attempts} of ${MAX_JUDGE_ATTEMPTS}, retried in ${wait} s`, wait);
           } else failed(scorer, record, result.retryable ? `${result.message}; gave up after ${attempts} attempts` : result.message);
           return;
         }
