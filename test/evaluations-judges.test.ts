@@ -9,6 +9,7 @@ import { createMessageBatch, env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { EvaluationMessage } from "../src/env";
 import { handleEvaluationQueue } from "../src/evaluations/evaluation-consumer";
+import { takePace } from "../src/evaluations/judge-calls";
 import { call } from "./support/client";
 import { recordsOf } from "./support/record-dbs";
 import { addUser, createTenant, type Tenant } from "./support/tenants";
@@ -81,6 +82,24 @@ describe("judges that say why they wait", () => {
     expect(messages.filter((m) => m.includes("requests per minute")).length).toBeGreaterThanOrEqual(2);
     const perMinute = await env.DB.prepare("SELECT max(calls) AS n FROM judge_minute_calls WHERE organization_id = ?1").bind(admin.organizationId).first<{ n: number }>();
     expect(perMinute!.n).toBe(1);
+  });
+
+  it("keeps the pace over any 60 s, across the turn of a UTC minute", async () => {
+    // 4 requests per minute: 4 calls in the last second of a minute, then none in the first
+    // seconds of the next (per UTC minute they fitted: 8 calls in 2 s), the next only once the
+    // first ones are 70 s old.
+    const org = crypto.randomUUID();
+    const minuteEnd = (Math.floor(Date.now() / 60_000) + 10) * 60_000;
+    for (let i = 0; i < 4; i++) expect(await takePace(env.DB, org, "custom", minuteEnd - 500, 1, 4)).toBe(true);
+    expect(await takePace(env.DB, org, "custom", minuteEnd - 400, 1, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 500, 1, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 55_000, 1, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 70_000, 2, 4)).toBe(true);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 71_000, 3, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 71_000, 2, 4)).toBe(true);
+    // Another integration or organization has its own pace.
+    expect(await takePace(env.DB, org, "openai", minuteEnd + 71_000, 4, 4)).toBe(true);
+    expect(await takePace(env.DB, crypto.randomUUID(), "custom", minuteEnd + 71_000, 4, 4)).toBe(true);
   });
 
   it("leaves an error naming what is missing when no integration serves the judge", async () => {
