@@ -44,7 +44,7 @@ export interface EvaluationsBenchOptions {
 
 const SEED = 34;
 const SPANS_PER_REQUEST = 1000;
-const NODE_TYPES = ["trace", "llm", "tool", "retriever", "workflow", "agent"];
+const NODE_TYPES = ["trace", "llm", "tool", "retriever", "workflow", "agent", "control"];
 const PRESETS: { name: string; preset: string; params: Record<string, unknown>; output_type?: string }[] = [
   { name: "bench_is_json", preset: "is_json", params: {} },
   { name: "bench_words", preset: "length", params: { unit: "words" }, output_type: "count" },
