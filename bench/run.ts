@@ -18,6 +18,9 @@
  *   npm run bench -- alerts            --size due alert rules (default 1,000) of 100 projects evaluated by one cron run and its evaluation batches:
  *                                      metrics reads per rule, workerd CPU per rule against a cron run with none due,
  *                                      and the time from the cron's call to each alert.firing's delivery (issue 35)
+ *   npm run bench -- evaluations       ingest with five presets on against none (target 0.9×), the presets' lag from write to
+ *                                      score (p95 ≤ 10 s), and an LLM judge's calls per 60 s against its integration's
+ *                                      requests per minute (issue 34); --seconds: how long the judge is watched (150)
  *   npm run bench -- ui                the trace explorer's first render of a 100-row table after the API's answer
  *                                      in headless Chromium, against a plain HTML table of the same cells (target 100 ms)
  *   npm run bench -- upkeep            derived data under ingest (issue 29): S1, S8 and A1 every --sample seconds
@@ -44,6 +47,7 @@ import { runDeletionBench } from "./deletion/deletion-bench";
 import { runExportBench } from "./export/export-bench";
 import { runIngestBench } from "./ingest/ingest-bench";
 import { runRedactionBench } from "./redaction/redaction-bench";
+import { runEvaluationsBench } from "./evaluations/evaluations-bench";
 import { runLoadBench } from "./load/load-bench";
 import { runOtlpBench } from "./otlp/otlp-bench";
 import { ensureSqlite3 } from "./lib/sqlite-cli";
@@ -55,7 +59,7 @@ import { runUiBench } from "./ui/ui-bench";
 import { runUpkeepBench } from "./upkeep/upkeep-bench";
 import { closeLocalD1 } from "../scripts/lib/local-d1";
 
-const BENCHES = ["search", "deletion", "annotations", "alerts", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "ui", "upkeep", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "alerts", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "evaluations", "ui", "upkeep", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -130,6 +134,7 @@ async function main(): Promise<void> {
   if (bench === "annotations") await runAnnotationsBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "ingest" || bench === "all") await runIngestBench({ quick: options.quick });
   if (bench === "redaction") await runRedactionBench({ quick: options.quick });
+  if (bench === "evaluations") await runEvaluationsBench({ quick: options.quick, seconds: options.seconds });
   if (bench === "alerts") await runAlertsBench({ quick: options.quick, rules: options.sizeGiven ? options.size : 1_000 });
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });

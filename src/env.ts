@@ -43,11 +43,13 @@ export interface AlertEvaluationMessage {
 
 /**
  * A message of the evaluation queue (src/evaluations): score these records of one run (written
- * or updated just now), or advance a backfill job.
+ * or updated just now), advance a backfill job, or score pending results past due.
  */
 export type EvaluationMessage =
   | { kind: "score"; organizationId: string; projectId: string; runId: string; recordIds: string[] }
-  | { kind: "backfill"; jobId: string };
+  | { kind: "backfill"; jobId: string }
+  /** Pending results past due whose delayed message never came, claimed by the cron's sweep (src/evaluations/due-results.ts); claimedAt in microseconds. */
+  | { kind: "due"; organizationId: string; projectId: string; runId: string; pairs: [string, string][]; claimedAt: number };
 
 declare global {
   namespace Cloudflare {

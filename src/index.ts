@@ -11,6 +11,7 @@ import { removeDueExportFiles } from "./export/export-file-removal";
 import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-consumer";
 import { handleRedactionMessage, isRedactionMessage } from "./redaction/apply-job";
 import { runScheduledMaintenance } from "./maintenance/scheduled";
+import { sweepDueResults } from "./evaluations/due-results";
 import { allRecordDatabases } from "./shards/shard-config";
 import { handleUpkeepQueue, UPKEEP_QUEUE_NAME } from "./upkeep/upkeep-consumer";
 import { requestUpkeep } from "./upkeep/upkeep-request";
@@ -98,6 +99,8 @@ export default {
     ctx.waitUntil(upkeepEverywhere(env));
     // Alert rules due in this minute (src/alerts): on the minutely schedule only, once a minute.
     if (controller.cron === MOVE_WATCHDOG_CRON) ctx.waitUntil(runAlertCron(env, controller.scheduledTime));
+    // Pending scorer results past due whose delayed message never came (src/evaluations/due-results.ts): minutely, bounded per database.
+    if (controller.cron === MOVE_WATCHDOG_CRON) ctx.waitUntil(sweepDueResults(env).catch((error) => console.error(`evaluations sweep: ${error instanceof Error ? error.message : String(error)}`)));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage | UpkeepMessage | AlertDeliveryMessage | AlertEvaluationMessage | EvaluationMessage>;

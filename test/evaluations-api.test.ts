@@ -9,7 +9,9 @@ import { createExecutionContext, createMessageBatch, env, getQueueResult } from 
 import { beforeAll, describe, expect, it } from "vitest";
 import type { EvaluationMessage } from "../src/env";
 import { handleEvaluationQueue } from "../src/evaluations/evaluation-consumer";
+import { hexToUuid, spanUuid } from "../src/otlp/otel-ids";
 import { call } from "./support/client";
+import { exportRequest, otlpSpan, postOtlp, protobufBody, randomHex } from "./support/otlp-requests";
 import { recordsOf } from "./support/record-dbs";
 import { addUser, createTenant, type Tenant } from "./support/tenants";
 
@@ -196,6 +198,31 @@ describe("scoring after the write", () => {
 
     const health = await call(`/v2/scorers/${words}`, { as: member });
     expect(health.body.counts).toEqual({ pending: 0, success: 2, error: 0 });
+  });
+
+  it("scores what the OTLP intake writes, after its answer, like the API's intake", async () => {
+    const fast = await presetScorer("otlp_fast", "latency_under", { ms: 1000 }, { scoreable_node_types: ["trace", "llm", "workflow", "tool", "agent", "retriever", "session"] });
+    const run = (await call(`/v2/projects/${projectId}/log_streams`, { as: admin, body: { name: "otel" } })).body.id;
+    expect((await call(`/v2/projects/${projectId}/log_streams/${run}/metric_settings`, { as: admin, method: "PATCH", body: { scorers: [{ id: fast }] } })).status).toBe(200);
+    const trace = randomHex(16);
+    const [root, child] = [randomHex(8), randomHex(8)];
+    const spans = [otlpSpan({ trace, span: root, name: "root", startMs: Date.now() - 1000, durationMs: 20 }), otlpSpan({ trace, span: child, parent: root, name: "slow child", startMs: Date.now() - 990, durationMs: 1500 })];
+    const response = await postOtlp(protobufBody(exportRequest(spans)), { headers: { "Service-API-Key": admin.apiKey, project: projectId, logstream: "otel" } });
+    expect(response.status).toBe(200);
+    const traceId = hexToUuid(trace);
+    const childId = await spanUuid(trace, child);
+    const scored = await until("the OTLP trace and span scored", async () => {
+      const [t, c] = [await storedRecord(traceId), await storedRecord(childId)];
+      return t?.metric_info && c?.metric_info ? { t, c } : null;
+    });
+    expect(JSON.parse(scored.t.metrics).otlp_fast).toBe(1);
+    expect(JSON.parse(scored.c.metrics).otlp_fast).toBe(0);
+    expect(JSON.parse(scored.c.metric_info!).otlp_fast).toMatchObject({ status_type: "success", value: 0, scorer_id: fast, scorer_version: 1 });
+    // A run without scorers: the OTLP write queues nothing and its records carry no result.
+    const bare = randomHex(16);
+    expect((await postOtlp(protobufBody(exportRequest([otlpSpan({ trace: bare, span: randomHex(8), durationMs: 3 })])), { headers: { "Service-API-Key": admin.apiKey, project: projectId, logstream: "otel-unscored" } })).status).toBe(200);
+    const db = await recordsOf(projectId);
+    expect((await db.prepare("SELECT count(*) AS n FROM evaluation_results WHERE project_id = ?1 AND record_id = ?2").bind(projectId, hexToUuid(bare)).first<{ n: number }>())!.n).toBe(0);
   });
 
   it("tests a scorer on a chosen record, storing nothing", async () => {

@@ -9,6 +9,7 @@ import { createMessageBatch, env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { EvaluationMessage } from "../src/env";
 import { handleEvaluationQueue } from "../src/evaluations/evaluation-consumer";
+import { takePace } from "../src/evaluations/judge-calls";
 import { call } from "./support/client";
 import { recordsOf } from "./support/record-dbs";
 import { addUser, createTenant, type Tenant } from "./support/tenants";
@@ -62,6 +63,11 @@ describe("judges that say why they wait", () => {
     const { id, run } = await judgeOn("budgeted", { daily_budget: 0 });
     const infos = await writeAndScore(run, 2);
     for (const info of infos) expect(info.budgeted).toMatchObject({ status_type: "pending", message: expect.stringContaining("daily budget of 0 judge calls is spent") });
+    // Due after midnight UTC: the delayed message's time, and the cron's sweep's if it is lost (src/evaluations/due-results.ts).
+    const midnightUs = (Math.floor(Date.now() / 86_400_000) + 1) * 86_400_000_000;
+    const due = await (await recordsOf(projectId)).prepare("SELECT due_at FROM evaluation_results WHERE scorer_id = ?1").bind(id).all<{ due_at: number }>();
+    expect(due.results).toHaveLength(2);
+    for (const row of due.results) expect(Math.abs(row.due_at - midnightUs - 5_000_000)).toBeLessThan(2_000_000);
     const scorer = await call(`/v2/scorers/${id}`, { as: member });
     expect(scorer.body.counts).toEqual({ pending: 2, success: 0, error: 0 });
   });
@@ -76,6 +82,24 @@ describe("judges that say why they wait", () => {
     expect(messages.filter((m) => m.includes("requests per minute")).length).toBeGreaterThanOrEqual(2);
     const perMinute = await env.DB.prepare("SELECT max(calls) AS n FROM judge_minute_calls WHERE organization_id = ?1").bind(admin.organizationId).first<{ n: number }>();
     expect(perMinute!.n).toBe(1);
+  });
+
+  it("keeps the pace over any 60 s, across the turn of a UTC minute", async () => {
+    // 4 requests per minute: 4 calls in the last second of a minute, then none in the first
+    // seconds of the next (per UTC minute they fitted: 8 calls in 2 s), the next only once the
+    // first ones are 70 s old.
+    const org = crypto.randomUUID();
+    const minuteEnd = (Math.floor(Date.now() / 60_000) + 10) * 60_000;
+    for (let i = 0; i < 4; i++) expect(await takePace(env.DB, org, "custom", minuteEnd - 500, 1, 4)).toBe(true);
+    expect(await takePace(env.DB, org, "custom", minuteEnd - 400, 1, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 500, 1, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 55_000, 1, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 70_000, 2, 4)).toBe(true);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 71_000, 3, 4)).toBe(false);
+    expect(await takePace(env.DB, org, "custom", minuteEnd + 71_000, 2, 4)).toBe(true);
+    // Another integration or organization has its own pace.
+    expect(await takePace(env.DB, org, "openai", minuteEnd + 71_000, 4, 4)).toBe(true);
+    expect(await takePace(env.DB, crypto.randomUUID(), "custom", minuteEnd + 71_000, 4, 4)).toBe(true);
   });
 
   it("leaves an error naming what is missing when no integration serves the judge", async () => {

@@ -1,10 +1,12 @@
 /**
  * The evaluation queue's consumer (wrangler.toml `trace-store-evaluations`): `score` messages
- * score records written just now (score-records.ts), `backfill` messages advance a backfill job.
+ * score records written just now (score-records.ts), `backfill` messages advance a backfill job,
+ * `due` messages score pending results the cron found past due (due-results.ts).
  * A message that fails is retried by the queue; every write it makes is idempotent.
  */
 import type { Env, EvaluationMessage } from "../env";
 import { handleBackfillMessage } from "./backfill-job";
+import { handleDueMessage } from "./due-results";
 import { judgeRecords } from "./judge-calls";
 import { scoreWrittenRecords } from "./score-records";
 
@@ -16,6 +18,7 @@ export async function handleEvaluationQueue(batch: MessageBatch<EvaluationMessag
     try {
       if (body?.kind === "score" && Array.isArray(body.recordIds)) await scoreWrittenRecords(env, body, judgeRecords);
       else if (body?.kind === "backfill" && typeof body.jobId === "string") await handleBackfillMessage(env, body.jobId, message.attempts);
+      else if (body?.kind === "due" && Array.isArray(body.pairs)) await handleDueMessage(env, body, judgeRecords);
       message.ack();
     } catch (error) {
       console.error(`evaluations: a ${body?.kind ?? "malformed"} message failed: ${error instanceof Error ? error.message : String(error)}`);

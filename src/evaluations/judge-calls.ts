@@ -6,8 +6,9 @@
  * nothing waits without saying why. Then, per call:
  * - the scorer's daily budget (scorer_daily_calls, a conditional increment): past it the record
  *   stays pending ("daily budget reached") and a delayed message picks it up after midnight UTC;
- * - the integration's requests per minute (judge_minute_calls, a conditional increment per UTC
- *   minute, shared by every isolate): past it the record stays pending and is retried next minute;
+ * - the integration's requests per minute over any 60 s (judge_minute_calls, a conditional
+ *   increment over 10-second slots, shared by every isolate: takePace): past it the record stays
+ *   pending and is retried when the oldest slot leaves the window;
  * - its concurrency: at most max_concurrency calls in flight per consumer invocation;
  * - a 429, a 5xx, a timeout or a network error is retried by a delayed message after the
  *   answer's Retry-After (up to 1 hour) or the backoff (JUDGE_RETRY_DELAYS_SECONDS); the fifth
@@ -140,8 +141,28 @@ async function take(db: D1Database, sql: string, params: unknown[]): Promise<boo
 
 const TAKE_BUDGET = `INSERT INTO scorer_daily_calls (scorer_id, day, calls) SELECT ?1, ?2, ?3 WHERE ?3 <= ?4
 ON CONFLICT (scorer_id, day) DO UPDATE SET calls = calls + excluded.calls WHERE scorer_daily_calls.calls + excluded.calls <= ?4 RETURNING calls`;
-const TAKE_MINUTE = `INSERT INTO judge_minute_calls (organization_id, integration, minute, calls) SELECT ?1, ?2, ?3, ?4 WHERE ?4 <= ?5
-ON CONFLICT (organization_id, integration, minute) DO UPDATE SET calls = calls + excluded.calls WHERE judge_minute_calls.calls + excluded.calls <= ?5 RETURNING calls`;
+/**
+ * The integration's pace (requests per minute) over any 60 s, not per UTC minute: counted per
+ * 10-second slot (the table's `minute` column holds the slot number, Date.now() / 10 s), a call
+ * taken only if the calls of its slot and the 6 before it (70 s) plus its own stay within the
+ * limit. Any 60 s window lies within 7 consecutive slots, so no window ever holds more than the
+ * limit; per UTC minute, the end of one minute and the start of the next could hold twice it.
+ * The cost: a steady stream gets at least 6/7 of the limit. One statement: atomic in D1.
+ */
+export const PACE_SLOT_MS = 10_000;
+const PACE_SLOTS = 7;
+const TAKE_PACE = `INSERT INTO judge_minute_calls (organization_id, integration, minute, calls)
+SELECT ?1, ?2, ?3, ?4 WHERE (SELECT coalesce(sum(calls), 0) FROM judge_minute_calls WHERE organization_id = ?1 AND integration = ?2 AND minute BETWEEN ?3 - ${PACE_SLOTS - 1} AND ?3) + ?4 <= ?5
+ON CONFLICT (organization_id, integration, minute) DO UPDATE SET calls = calls + excluded.calls
+WHERE (SELECT coalesce(sum(calls), 0) FROM judge_minute_calls WHERE organization_id = ?1 AND integration = ?2 AND minute BETWEEN ?3 - ${PACE_SLOTS - 1} AND ?3) + excluded.calls <= ?5 RETURNING calls`;
+
+/** Takes `calls` from the integration's pace at `nowMs`; false when they do not fit in the last 70 s. */
+export async function takePace(db: D1Database, organizationId: string, integration: string, nowMs: number, calls: number, limit: number): Promise<boolean> {
+  return take(db, TAKE_PACE, [organizationId, integration, Math.floor(nowMs / PACE_SLOT_MS), calls, limit]);
+}
+
+/** Seconds until the pace's oldest counted slot leaves the window (a few seconds of jitter added by the caller). */
+const paceWait = (nowMs: number) => (Math.floor(nowMs / PACE_SLOT_MS) + 1) * (PACE_SLOT_MS / 1000) - nowMs / 1000;
 
 function retryDelays(env: Env): number[] {
   const parsed = (env.JUDGE_RETRY_DELAYS_SECONDS ?? "5,30,120,300").split(",").map(Number).filter((n) => Number.isFinite(n) && n >= 0);
@@ -185,8 +206,8 @@ function aggregateAnswers(llm: LlmDefinition, answers: Answer[], prices: Awaited
 export async function judgeOnce(env: Env, organizationId: string, llm: LlmDefinition, record: ScorableRecord): Promise<Record<string, unknown> | { retryAfterS: number }> {
   const integration = await env.DB.prepare("SELECT name, endpoint, api_key_header, key_sealed, max_concurrency, requests_per_minute FROM judge_integrations WHERE organization_id = ?1 AND name = ?2").bind(organizationId, llm.integration).first<Integration>();
   if (!integration) return { status_type: "error", message: `no "${llm.integration}" judge integration: an admin sets one with PUT /v2/integrations/${llm.integration}` };
-  const minute = Math.floor(Date.now() / 60_000);
-  if (!(await take(env.DB, TAKE_MINUTE, [organizationId, integration.name, minute, llm.num_judges, integration.requests_per_minute]))) return { retryAfterS: Math.ceil((minute + 1) * 60 - Date.now() / 1000) };
+  const now = Date.now();
+  if (!(await takePace(env.DB, organizationId, integration.name, now, llm.num_judges, integration.requests_per_minute))) return { retryAfterS: Math.max(1, Math.ceil(paceWait(now))) };
   const key = await unsealKey(env, integration.key_sealed);
   const prompt = renderPrompt(llm.user_prompt, record);
   const answers: Answer[] = [];
@@ -232,7 +253,11 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
     recordId: record.id, recordType: record.record_type, scorerId: scorer.id, scorerName: scorer.name, versionId: scorer.versionId, runId: record.run_id, status, value,
     info: { status_type: status, ...info, scorer_id: scorer.id, scorer_version: scorer.version }, reason,
   });
-  const pending = (scorer: ActiveScorer, record: ScorableRecord, message: string) => outcomes.push(outcome(scorer, record, "pending", null, { message }, message));
+  /** Pending with its reason, due again in `seconds`: a delayed message then, else the cron's sweep (due-results.ts). */
+  const pending = (scorer: ActiveScorer, record: ScorableRecord, message: string, seconds: number) => {
+    outcomes.push({ ...outcome(scorer, record, "pending", null, { message }, message), dueAt: nowMicros() + Math.ceil(seconds * 1e6) });
+    later(seconds, record.id);
+  };
   const failed = (scorer: ActiveScorer, record: ScorableRecord, message: string) => {
     tally.errors++;
     outcomes.push(outcome(scorer, record, "error", null, { message }, message));
@@ -263,14 +288,12 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
       const llm = (scorer.definition as { llm: LlmDefinition }).llm;
       const calls = llm.num_judges;
       if (!(await take(env.DB, TAKE_BUDGET, [scorer.id, day, calls, scorer.dailyBudget]))) {
-        pending(scorer, record, `the scorer's daily budget of ${scorer.dailyBudget} judge calls is spent; scored after midnight UTC`);
-        later(toMidnight + 5, record.id);
+        pending(scorer, record, `the scorer's daily budget of ${scorer.dailyBudget} judge calls is spent; scored after midnight UTC`, toMidnight + 5);
         return;
       }
-      const minute = Math.floor(Date.now() / 60_000);
-      if (!(await take(env.DB, TAKE_MINUTE, [ctx.organizationId, name, minute, calls, integration.requests_per_minute]))) {
-        pending(scorer, record, `waiting for the "${name}" integration's pace of ${integration.requests_per_minute} requests per minute`);
-        later((minute + 1) * 60 - Date.now() / 1000 + Math.random() * 5, record.id);
+      const now = Date.now();
+      if (!(await takePace(env.DB, ctx.organizationId, name, now, calls, integration.requests_per_minute))) {
+        pending(scorer, record, `waiting for the "${name}" integration's pace of ${integration.requests_per_minute} requests per minute`, paceWait(now) + Math.random() * 5);
         return;
       }
       const prompt = renderPrompt(llm.user_prompt, record);
@@ -282,8 +305,7 @@ export async function judgeRecords(ctx: ScoringContext, db: D1Database, work: { 
           if (result.retryable && attempts < MAX_JUDGE_ATTEMPTS) {
             const delays = retryDelays(env);
             const wait = result.retryAfterS ?? delays[Math.min(attempts - 1, delays.length - 1)]!;
-            pending(scorer, record, `${result.message}; attempt ${attempts} of ${MAX_JUDGE_ATTEMPTS}, retried in ${wait} s`);
-            later(wait, record.id);
+            pending(scorer, record, `${result.message}; attempt ${attempts} of ${MAX_JUDGE_ATTEMPTS}, retried in ${wait} s`, wait);
           } else failed(scorer, record, result.retryable ? `${result.message}; gave up after ${attempts} attempts` : result.message);
           return;
         }

@@ -23,16 +23,18 @@ export interface ScoreOutcome {
   /** `metric_info.<name>` (status_type, value, explanation, message, judge, ...). */
   info: Record<string, unknown>;
   reason: string | null;
+  /** A pending result: when it is to be scored again (microseconds; the cron's sweep picks it up if no message does). */
+  dueAt?: number | null;
 }
 
 /** Statuses a later delivery (or an update of the record) may replace. */
 const REPLACEABLE = "('pending', 'not_applicable')";
 
 const upsert = (backfill: boolean) => `
-INSERT INTO evaluation_results (project_id, record_id, scorer_id, version_id, run_id, status, value, info, reason, attempts, updated_at)
-SELECT ?1, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, 1, ?2 FROM json_each(?3) WHERE true
+INSERT INTO evaluation_results (project_id, record_id, scorer_id, version_id, run_id, status, value, info, reason, attempts, updated_at, due_at)
+SELECT ?1, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, 1, ?2, value ->> 8 FROM json_each(?3) WHERE true
 ON CONFLICT (project_id, record_id, scorer_id) DO UPDATE SET version_id = excluded.version_id, status = excluded.status, value = excluded.value,
-  info = excluded.info, reason = excluded.reason, attempts = evaluation_results.attempts + 1, updated_at = excluded.updated_at
+  info = excluded.info, reason = excluded.reason, attempts = evaluation_results.attempts + 1, updated_at = excluded.updated_at, due_at = excluded.due_at
 WHERE evaluation_results.status IN ${REPLACEABLE}${backfill ? " OR evaluation_results.version_id <> excluded.version_id" : ""}`;
 
 /** Copies one scorer's stored results onto its records (only those that differ: an unchanged record is not rewritten). */
@@ -51,7 +53,7 @@ const PRESENT_COLUMNS = `INSERT OR IGNORE INTO run_columns (run_id, record_type,
 export function resultStatements(db: D1Database, projectId: string, outcomes: ScoreOutcome[], now: number, options: { backfill?: boolean } = {}): D1PreparedStatement[] {
   if (outcomes.length === 0) return [];
   const statements: D1PreparedStatement[] = [];
-  const rows = outcomes.map((o) => JSON.stringify([o.recordId, o.scorerId, o.versionId, o.runId, o.status, o.value, JSON.stringify(o.info), o.reason]));
+  const rows = outcomes.map((o) => JSON.stringify([o.recordId, o.scorerId, o.versionId, o.runId, o.status, o.value, JSON.stringify(o.info), o.reason, o.status === "pending" ? (o.dueAt ?? now) : null]));
   for (const chunk of jsonArraysBySize(rows)) statements.push(db.prepare(upsert(options.backfill ?? false)).bind(projectId, now, chunk));
   const byScorer = new Map<string, { name: string; ids: string[] }>();
   for (const o of outcomes) {

@@ -22,6 +22,7 @@ import { onProjectShard } from "../shards/project-shard";
 import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
 import { type PartitionRoute, projectPartitions } from "../partitions/partition-catalog";
 import { partitionsOfRoots } from "../ingest/root-partitions";
+import { noteScorableWrite } from "../ingest/scorable-writes";
 import type { TracePlan } from "./plan-export";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
 import { exportResponse, statusResponse } from "./export-response";
@@ -101,6 +102,9 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
     ),
   );
   const outcome = { rejected: outcomes.reduce((n, o) => n + o.rejected, 0), rejections: outcomes.flatMap((o) => o.rejections) };
+  // Scored after the answer, like the API's intake (src/evaluations/scoring-request.ts): the
+  // records of a run with scorers are queued once the exporter has its answer.
+  noteScorableWrite(c, { organizationId: principal.organizationId, projectId: run.projectId, runId: run.runId }, [...new Set(outcomes.flatMap((o) => o.recordIds))]);
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
 }

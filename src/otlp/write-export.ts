@@ -41,6 +41,8 @@ export interface WriteOutcome {
   written: number;
   rejected: number;
   rejections: string[];
+  /** Ids of the records written (sessions, traces, spans; placeholders too): queued for scoring by the route. */
+  recordIds: string[];
 }
 
 /** One trace's rows: built apart from the others, so that a trace whose rows cannot be built costs only its own spans. */
@@ -90,6 +92,12 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, ru
   ];
 }
 
+/** The ids of one trace's records: its session, its trace (placeholder or full) and its spans. */
+function recordIdsOf(row: TraceRows): string[] {
+  const batches = [...(row.placeholder ? [row.placeholder] : []), ...row.full, ...row.detached];
+  return [...(row.trace.session ? [row.trace.session.id] : []), ...batches.flatMap((b) => b.records.map((r) => r.id))];
+}
+
 /** The start of the trace in microseconds, as its record will say. */
 function createdMicros(trace: TracePlan): number | undefined {
   const iso = (trace.full ?? trace.placeholder)?.created_at;
@@ -129,7 +137,7 @@ export async function writeExport(
     isComplete: null,
     nowMicros,
   };
-  const outcome: WriteOutcome = { written: 0, rejected: 0, rejections: [] };
+  const outcome: WriteOutcome = { written: 0, rejected: 0, rejections: [], recordIds: [] };
   const reject = (trace: TracePlan, why: string) => {
     outcome.rejected += trace.spanCount;
     outcome.rejections.push(`${spansOf(trace.spanCount)} of trace ${trace.traceHex}: ${why}`);
@@ -148,6 +156,7 @@ export async function writeExport(
   try {
     await runWriteBatch(d1, statementsFor(d1, rows, ctx, run, partition));
     outcome.written = rows.reduce((sum, r) => sum + r.trace.spanCount, 0);
+    outcome.recordIds = [...new Set(rows.flatMap(recordIdsOf))];
     return outcome;
   } catch (error) {
     const fault = traceFault(error);
@@ -162,6 +171,7 @@ export async function writeExport(
     try {
       await runWriteBatch(d1, statementsFor(d1, [row], ctx, run, partition));
       outcome.written += row.trace.spanCount;
+      outcome.recordIds = [...new Set([...outcome.recordIds, ...recordIdsOf(row)])];
     } catch (error) {
       const fault = traceFault(error);
       if (fault === undefined) throw error;

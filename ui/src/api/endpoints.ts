@@ -53,7 +53,7 @@ export function partialSearch(run: RunRef, family: Family, options: SearchOption
 }
 
 /** Full records (every field, every metric), for the trace and session views. */
-export function fullSearch(run: RunRef, family: Family, body: { filters: FilterJson[]; sort?: { column_id: string; ascending: boolean }; limit: number; starting_token: number }) {
+export function fullSearch(run: RunRef, family: Family, body: { filters: FilterJson[]; sort?: { column_id: string; ascending: boolean }; limit: number; starting_token: number; include_code_metric_metadata?: boolean }) {
   return api<SearchAnswer>("POST", `/v2/projects/${enc(run.projectId)}/${family}/search`, { ...runSelector(run), ...body });
 }
 

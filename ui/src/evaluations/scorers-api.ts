@@ -61,3 +61,12 @@ export const putRunSettings = (
   api<RunSettings>("PATCH", settingsPath(projectId, runId), body);
 export const backfill = (projectId: string, runId: string, body: { start_time: string; end_time: string; scorer_ids: string[] }) =>
   api<{ job_id: string; message: string }>("POST", `${settingsPath(projectId, runId)}/backfill`, body);
+
+/** What `metric_info.<name>` would hold for the record, stored nowhere (`POST /v2/scorers/{id}/test`). */
+export interface ScorerTestAnswer {
+  scorer_id: string;
+  version: number;
+  record_id: string;
+  result: { status_type: string; value?: number | string; label?: string; explanation?: string; message?: string; judge?: { model: string; num_input_tokens: number; num_output_tokens: number; cost: number | null } };
+}
+export const testScorer = (id: string, projectId: string, recordId: string) => api<ScorerTestAnswer>("POST", `/v2/scorers/${enc(id)}/test`, { project_id: projectId, record_id: recordId });

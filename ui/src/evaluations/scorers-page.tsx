@@ -1,15 +1,18 @@
 /**
  * The organization's scorers (docs/evaluations.md): each with its current version, its counts by
  * status and its last error (so nothing waits without saying why). Admins create one from a
- * preset or a judge prompt, enable it on a log stream with a sampling rate, and backfill it over
- * the last hours. Members see them.
+ * preset or a judge prompt, test it on a chosen record of a log stream (the result shown, stored
+ * nowhere), enable it on a log stream with a sampling rate, and backfill it over the last hours.
+ * Members see them.
  */
 import { useState } from "preact/hooks";
 import type { CurrentUser } from "../api/types";
 import { ErrorNotice } from "../views/error-notice";
-import { listProjects, listRuns } from "../api/endpoints";
+import { listProjects, listRuns, partialSearch } from "../api/endpoints";
+import type { Family } from "../api/types";
+import { ScoreRow } from "../trace/record-detail";
 import { useApi } from "../views/use-api";
-import { addLlmVersion, addPresetVersion, backfill, createScorer, deleteScorer, getRunSettings, getScorer, listScorers, PRESET_EXAMPLES, PRESETS, putRunSettings, type Scorer } from "./scorers-api";
+import { addLlmVersion, addPresetVersion, backfill, createScorer, deleteScorer, getRunSettings, getScorer, listScorers, PRESET_EXAMPLES, PRESETS, putRunSettings, type Scorer, type ScorerTestAnswer, testScorer } from "./scorers-api";
 
 export function ScorersPage({ user }: { user: CurrentUser | null }) {
   const scorers = useApi(() => listScorers().then((list) => Promise.all(list.map((s) => getScorer(s.id)))), []);
@@ -54,6 +57,7 @@ export function ScorersPage({ user }: { user: CurrentUser | null }) {
               Last error ({new Date(scorer.last_error.at).toLocaleString()}, record <code>{scorer.last_error.record_id}</code>): {scorer.last_error.message}
             </p>
           ) : null}
+          {admin && scorer.latest_version ? <TestOnRecord scorer={scorer} /> : null}
           {admin ? <EnableOnRun scorer={scorer} act={act} /> : null}
           {admin ? (
             <button type="button" class="button-small" onClick={() => confirm(`Delete the scorer "${scorer.name}"? Stored values stay on the records.`) && act(() => deleteScorer(scorer.id))}>
@@ -228,6 +232,119 @@ function EnableOnRun({ scorer, act }: { scorer: Scorer; act: (work: () => Promis
             Backfill the last 24 hours
           </button>
         </div>
+      </form>
+    </details>
+  );
+}
+
+/** The family whose records the scorer scores first (its first node type): the records offered for a test. */
+function familyOf(scorer: Scorer): Family {
+  const first = scorer.scoreable_node_types[0];
+  return first === "trace" ? "traces" : first === "session" ? "sessions" : "spans";
+}
+
+/**
+ * Runs the scorer's current version on one record chosen from a log stream's latest records
+ * (or given by id), before enabling it anywhere: the value, the status, the judge's explanation
+ * or why it was not scored. Nothing is stored; a judge's call is a real one (paced, and it may
+ * cost), so admins only, as the API.
+ */
+function TestOnRecord({ scorer }: { scorer: Scorer }) {
+  const [open, setOpen] = useState(false);
+  const [projectId, setProjectId] = useState("");
+  const [runId, setRunId] = useState("");
+  const [recordId, setRecordId] = useState("");
+  const [running, setRunning] = useState(false);
+  const [answer, setAnswer] = useState<ScorerTestAnswer | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const family = familyOf(scorer);
+  const projects = useApi(() => (open ? listProjects() : Promise.resolve([])), [open]);
+  const runs = useApi(() => (projectId ? listRuns(projectId, "log_streams") : Promise.resolve([])), [projectId]);
+  const records = useApi(
+    () =>
+      projectId && runId
+        ? partialSearch({ projectId, kind: "log_streams", runId }, family, { filterTree: null, sort: { column: "created_at", ascending: false }, offset: 0, limit: 25, columns: ["name", "created_at"] }).then((a) => a.records)
+        : Promise.resolve([]),
+    [projectId, runId, family],
+  );
+  const run = async (e: Event) => {
+    e.preventDefault();
+    setError(null);
+    setAnswer(null);
+    setRunning(true);
+    try {
+      setAnswer(await testScorer(scorer.id, projectId, recordId.trim()));
+    } catch (err) {
+      setError(err);
+    } finally {
+      setRunning(false);
+    }
+  };
+  return (
+    <details onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Test on a record</summary>
+      <form class="alert-form" aria-label={`Test ${scorer.name}`} onSubmit={run}>
+        <label>
+          Project
+          <select required value={projectId} onChange={(e) => (setProjectId(e.currentTarget.value), setRunId(""), setRecordId(""))}>
+            <option value="">Choose a project</option>
+            {projects.data?.map((p) => (
+              <option key={p.id} value={p.id}>
+                {p.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Log stream
+          <select required value={runId} disabled={!projectId} onChange={(e) => (setRunId(e.currentTarget.value), setRecordId(""))}>
+            <option value="">Choose a log stream</option>
+            {runs.data?.map((r) => (
+              <option key={r.id} value={r.id}>
+                {r.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="wide">
+          Record ({family}, latest first)
+          <select required value={recordId} disabled={!runId} onChange={(e) => setRecordId(e.currentTarget.value)}>
+            <option value="">{records.data && records.data.length === 0 && runId ? `No ${family} in this log stream` : "Choose a record"}</option>
+            {records.data?.map((r) => (
+              <option key={r.id} value={r.id}>
+                {String(r.name ?? "(unnamed)")} · {r.type} · {r.id}
+              </option>
+            ))}
+          </select>
+        </label>
+        {records.error ? (
+          <div class="wide">
+            <ErrorNotice error={records.error} onRetry={records.reload} />
+          </div>
+        ) : null}
+        <div class="wide">
+          <button type="submit" disabled={!recordId || running}>
+            {running ? "Running…" : "Run the test"}
+          </button>{" "}
+          <span class="muted small">Nothing is stored{scorer.scorer_type === "llm" ? "; the judge is called for real (paced, not counted in the daily budget)" : ""}.</span>
+        </div>
+        {error ? (
+          <div class="wide">
+            <ErrorNotice error={error} />
+          </div>
+        ) : null}
+        {answer ? (
+          <div class="wide" data-testid="scorer-test-result">
+            <p class="muted small">
+              Version {answer.version} on record <code>{answer.record_id}</code>:
+            </p>
+            <table class="kv scores">
+              <tbody>
+                <ScoreRow name={scorer.name} score={{ ...answer.result, scorer_id: answer.scorer_id }} />
+              </tbody>
+            </table>
+          </div>
+        ) : null}
       </form>
     </details>
   );

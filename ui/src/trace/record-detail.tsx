@@ -1,4 +1,4 @@
-/** Everything about one trace or span: status and error, model and tokens, input, output, metadata, tags, metrics. */
+/** Everything about one trace or span: status and error, model and tokens, input, output, metadata, tags, metrics, scores. */
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import type { ApiRecord } from "../api/types";
@@ -14,6 +14,55 @@ function metricUnit(name: string, units: ReadonlyMap<string, string>): string | 
 
 const TOKEN_METRICS = ["num_input_tokens", "num_output_tokens", "num_total_tokens"] as const;
 
+/** A scorer's result on the record (`metric_info.<name>` written by the evaluations: it has a `scorer_id`). */
+export interface ScoreInfo {
+  status_type: string;
+  value?: number | string;
+  label?: string;
+  explanation?: string;
+  message?: string;
+  judge?: { model: string; num_input_tokens: number; num_output_tokens: number; cost: number | null };
+  scorer_id: string;
+  scorer_version?: number;
+}
+
+/** The record's scorer results by metric name (client metrics, without a scorer, are left to the metrics table). */
+export function scoresOf(record: ApiRecord): [string, ScoreInfo][] {
+  const info = record.metric_info;
+  if (!info || typeof info !== "object") return [];
+  return Object.entries(info as Record<string, unknown>).filter((entry): entry is [string, ScoreInfo] => {
+    const v = entry[1] as Partial<ScoreInfo> | null;
+    return typeof v === "object" && v !== null && typeof v.scorer_id === "string" && typeof v.status_type === "string";
+  });
+}
+
+const STATUS_WORDS: Record<string, string> = { success: "scored", pending: "pending", error: "error", not_applicable: "not applicable" };
+
+/** One score: its value (or label), its status when not scored, and what the scorer said (explanation, or why not). */
+export function ScoreRow({ name, score }: { name: string; score: ScoreInfo }) {
+  const value = score.label ?? (score.value === undefined ? null : typeof score.value === "number" ? formatMetric(score.value, null) : String(score.value));
+  const said = score.explanation || score.message;
+  return (
+    <tr data-score={name} data-status={score.status_type}>
+      <th scope="row">{name}</th>
+      <td class="num">{value ?? "—"}</td>
+      <td>
+        <span class={`chip score-${score.status_type}`}>{STATUS_WORDS[score.status_type] ?? score.status_type}</span>
+        {score.scorer_version ? <span class="muted small"> v{score.scorer_version}</span> : null}
+      </td>
+      <td class="score-explanation">
+        {said ? <span>{said}</span> : null}
+        {score.judge ? (
+          <span class="muted small">
+            {" "}
+            ({score.judge.model}, {score.judge.num_input_tokens + score.judge.num_output_tokens} tokens{score.judge.cost !== null ? `, $${score.judge.cost.toFixed(6)}` : ""})
+          </span>
+        ) : null}
+      </td>
+    </tr>
+  );
+}
+
 export function RecordDetail({ record, units, children }: { record: ApiRecord; units: ReadonlyMap<string, string>; children?: ComponentChildren }) {
   // Shadow-mode redaction (docs/redaction.md) stores masked copies beside the originals: the
   // redacted view is the default (the issue asks it for members; the page shows it to everyone
@@ -27,6 +76,7 @@ export function RecordDetail({ record, units, children }: { record: ApiRecord; u
   const input = redactedView && record.redacted_input != null ? record.redacted_input : record.input;
   const output = redactedView && record.redacted_output != null ? record.redacted_output : record.output;
   const metrics = (record.metrics as Record<string, unknown> | undefined) ?? {};
+  const scores = scoresOf(record);
   const metadata = Object.entries((record.user_metadata as Record<string, string> | undefined) ?? {});
   const tags = (record.tags as string[] | undefined) ?? [];
   const duration = durationMs(record);
@@ -112,6 +162,18 @@ export function RecordDetail({ record, units, children }: { record: ApiRecord; u
                   <th scope="row">{k}</th>
                   <td class="num">{formatMetric(v, metricUnit(k, units))}</td>
                 </tr>
+              ))}
+            </tbody>
+          </table>
+        </section>
+      ) : null}
+      {scores.length > 0 ? (
+        <section>
+          <h4>Scores</h4>
+          <table class="kv scores" data-testid="record-scores">
+            <tbody>
+              {scores.map(([name, score]) => (
+                <ScoreRow key={name} name={name} score={score} />
               ))}
             </tbody>
           </table>

@@ -17,8 +17,17 @@ import { buildTimeline, type TreeNode, visibleRows } from "./span-tree";
 /** Spans of a trace, read a page of 1,000 at a time (the search's maximum). */
 const MAX_SPAN_PAGES = 20;
 
+/**
+ * The trace by a full search of its id (the by-id lookup has no `metric_info`): its scores come
+ * with their status and explanation. Not found there (outside the run), the lookup says why.
+ */
+async function traceWithScores(run: RunRef, traceId: string): Promise<ApiRecord> {
+  const found = await fullSearch(run, "traces", { filters: [{ type: "id", column_id: "id", operator: "eq", value: traceId }], limit: 1, starting_token: 0, include_code_metric_metadata: true });
+  return found.records[0] ?? getRecord(run.projectId, "traces", traceId);
+}
+
 export async function loadTrace(run: RunRef, traceId: string): Promise<{ trace: ApiRecord; spans: ApiRecord[] }> {
-  const tracePromise = getRecord(run.projectId, "traces", traceId);
+  const tracePromise = traceWithScores(run, traceId);
   const spans: ApiRecord[] = [];
   for (let page = 0; page < MAX_SPAN_PAGES; page++) {
     const answer = await fullSearch(run, "spans", {
@@ -26,6 +35,7 @@ export async function loadTrace(run: RunRef, traceId: string): Promise<{ trace: 
       sort: { column_id: "created_at", ascending: true },
       limit: 1000,
       starting_token: page * 1000,
+      include_code_metric_metadata: true,
     });
     spans.push(...answer.records);
     if (!answer.paginated) break;
