@@ -123,6 +123,19 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/node/**"],
             setupFiles: ["./test/support/apply-migrations.ts"],
+            deps: {
+              optimizer: {
+                ssr: {
+                  enabled: true,
+                  include: [
+                    "@hono/zod-openapi", "hono", "hono/jwt", "hono/http-exception", "drizzle-orm", "drizzle-orm/sqlite-core",
+                    "drizzle-orm/errors", "drizzle-orm/d1", "drizzle-orm/d1/session", "drizzle-orm/batch",
+                    "@bufbuild/protobuf", "@bufbuild/protobuf/codegenv2", "zod", "@cfworker/json-schema", "re2js",
+                    "@asteasolutions/zod-to-openapi", "@scalar/hono-api-reference", "fast-check", "standardwebhooks",
+                  ],
+                },
+              },
+            },
             maxWorkers: 2,
             sequence: { groupOrder: 0 },
             // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
