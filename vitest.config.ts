@@ -51,6 +51,19 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   the workers files that need no storage of their own, openapi-fuzz's fixed costs. Done before: `npm run admin` and
  *   `npm start` run as one Node process (`node --import tsx`: 0.8 CPU s against the `tsx`
  *   command's 1.1 per start), which also ends tsx's signal relay (scripts/start.ts).
+ * - Each workers file's fixed cost (2026-11-29, branch t36d): every file has its own workerd, and
+ *   its first `import "cloudflare:test"` loads the whole worker (the plugin appends `import
+ *   main`) one module at a time over the runner's socket: 601 fetches, 329 of them node_modules
+ *   (zod 94, protobuf 66, drizzle 90, hono 40). That, not the migrations, was Vitest's "setup"
+ *   (7.8 s of a file's 8.9 at load 1.5; the migrations 1.1 s). Now the worker's dependencies are
+ *   pre-bundled once per run by Vitest's SSR deps optimizer (`deps.optimizer.ssr` below: 293
+ *   fetches, a file's setup 3.3 s at load 1.5), and test/support/apply-migrations.ts sends each
+ *   database's missing migrations in one batch, the three databases side by side (2.6 -> 1.45 s
+ *   per file at load 11). 13 small workers files: 132.5 -> 116.9 CPU s (load 8-11). What is left
+ *   per file: about 3.5 CPU s of workerd (starting, evaluating the worker's 270 source modules)
+ *   and about 4 in Vitest's process (miniflare building and encoding each file's workerd config,
+ *   the runner socket's per-message deflate, serving the module fetches). Sharing one workerd
+ *   between files would remove most of it, but the plugin gives storage per workerd, not per file.
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
  *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
  *   test may run dozens of command line processes.
@@ -127,6 +140,24 @@ export default defineConfig(async () => {
             include: ["test/**/*.test.ts"],
             exclude: ["test/node/**"],
             setupFiles: ["./test/support/apply-migrations.ts"],
+            // The worker's dependencies bundled once per run (node_modules/.vite), so that each
+            // file's workerd loads a few files instead of 329 modules one fetch at a time (the
+            // comment above). Every entry that src/ or a workers test imports is listed: one left
+            // out would load a second, unbundled copy beside the bundle's (another class for
+            // instanceof, another module state).
+            deps: {
+              optimizer: {
+                ssr: {
+                  enabled: true,
+                  include: [
+                    "@hono/zod-openapi", "hono", "hono/jwt", "hono/http-exception", "drizzle-orm", "drizzle-orm/sqlite-core",
+                    "drizzle-orm/errors", "drizzle-orm/d1", "drizzle-orm/d1/session", "drizzle-orm/batch",
+                    "@bufbuild/protobuf", "@bufbuild/protobuf/codegenv2", "zod", "@cfworker/json-schema", "re2js",
+                    "@asteasolutions/zod-to-openapi", "@scalar/hono-api-reference", "fast-check", "standardwebhooks",
+                  ],
+                },
+              },
+            },
             maxWorkers: 2,
             sequence: { groupOrder: 0 },
             // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
