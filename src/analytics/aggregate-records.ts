@@ -65,6 +65,16 @@ export interface CellStats {
   values: ValueStats[];
   /** Per value: percentile (1..99) -> value, for the values percentiles were asked of (others may have no map). */
   percentiles: Map<number, number>[];
+  /** One shard's share of a project on several (run-across-shards.ts): the duration histogram (bin -> count) of the cells' path. */
+  bins?: Map<number, number>;
+  /** The same for the scan's path: per value index, its count and pivots (rank, value), to find exact percentiles across shards. */
+  pivots?: Map<number, ValuePivots>;
+}
+
+/** A value's count in a cell of one shard and its values at some ranks (1-based, ascending; the last is rank `count`). */
+export interface ValuePivots {
+  count: number;
+  pivots: [number, number][];
 }
 
 const dialect = new SQLiteAsyncDialect();
@@ -115,11 +125,11 @@ export function baseRows(scope: AggregateScope, bucketing: Bucketing, group: Gro
 }
 
 /** The groups with the most records over the whole scope, most first: TOP_GROUPS + 1 rows at most. */
-export function topGroupsStatement(scope: AggregateScope, group: GroupSpec): Statement {
+export function topGroupsStatement(scope: AggregateScope, group: GroupSpec, limit: number = TOP_GROUPS + 1): Statement {
   const pack = new SqlParamPack();
   const whole = { startMicros: scope.fromMicros, intervalMicros: Math.max(1, scope.toMicros - scope.fromMicros) };
   return toStatement(
-    sql`SELECT "g", count(*) AS "n" FROM (${baseRows(scope, whole, group, null, [], pack)}) GROUP BY "g" ORDER BY "n" DESC, "g" LIMIT ${sql.raw(String(TOP_GROUPS + 1))}`,
+    sql`SELECT "g", count(*) AS "n" FROM (${baseRows(scope, whole, group, null, [], pack)}) GROUP BY "g" ORDER BY "n" DESC, "g" LIMIT ${sql.raw(String(limit))}`,
     pack,
   );
 }

@@ -247,6 +247,29 @@ function splitBySingleCell(coverage: CellCoverage, bucketing: Bucketing, top: re
   return { single, merged };
 }
 
+/** The bin of a percentile as its value, kept within the cell's exact extremes. */
+function binPercentile(cell: CellStats, plan: CellPlan, bin: number): number {
+  const duration = cell.values[plan.durationIndex]!;
+  return Math.min(Math.max(binValue(bin), duration.min ?? -Infinity), duration.max ?? Infinity);
+}
+
+/** The cell's duration percentiles from its histogram (bin -> count): the bin of each nearest rank, as its value. */
+export function rankBins(cell: CellStats, bins: ReadonlyMap<number, number>, plan: CellPlan): void {
+  const ordered = [...bins].sort((x, y) => x[0] - y[0]);
+  const total = ordered.reduce((sum, [, n]) => sum + n, 0);
+  for (const p of plan.percentiles) {
+    const rank = nearestRank(p, total);
+    let cumulative = 0;
+    for (const [bin, n] of ordered) {
+      cumulative += n;
+      if (cumulative >= rank) {
+        (cell.percentiles[plan.durationIndex] ??= new Map()).set(p, binPercentile(cell, plan, bin));
+        break;
+      }
+    }
+  }
+}
+
 /** The groups with the most traces over the window (at most `limit`), cells and scanned records together. */
 export function topGroupsFromCells(scope: AggregateScope, group: GroupSpec, runId: string, grouping: string, coverage: CellCoverage, limit: number): Statement {
   const pack = new SqlParamPack();
@@ -297,11 +320,14 @@ const entriesOf = <T>(result: D1Result | undefined): T[] => (result?.results as 
  * answer of a bucket that is one cell) and values; distinct sessions and the duration histogram
  * (ranked here, by nearest rank) of the buckets merged from several cells or cells and scanned records.
  */
-export function cellStatements(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, shown: ShownGroups, values: ValueExpression[], plan: CellPlan, runId: string, grouping: string, coverage: CellCoverage): CellStatements {
+export function cellStatements(scope: AggregateScope, bucketing: Bucketing, group: GroupSpec, shown: ShownGroups, values: ValueExpression[], plan: CellPlan, runId: string, grouping: string, coverage: CellCoverage, partial = false): CellStatements {
   const { top } = shown;
   const cells = new CellSource(runId, grouping, bucketing, top);
   const every = allPeriods(coverage);
-  const { single, merged } = splitBySingleCell(coverage, bucketing, top, shown.others);
+  // Partial (one shard's share of a project on several, run-across-shards.ts): no bucket is one
+  // cell (another shard may hold more of it), so every bucket's sessions and bins are read, and
+  // the bins are handed back (CellStats.bins) for the caller to add across shards and rank.
+  const { single, merged } = partial ? { single: new Set<number>(), merged: allPeriods(coverage) } : splitBySingleCell(coverage, bucketing, top, shown.others);
   // Nothing scanned: no statement for it (the sessions and histogram statements' scanned arm reads no row either).
   const scanned = coverage.ranges.length > 0 ? [aggregateStatement(scope, bucketing, group, top, values)] : [];
 
@@ -347,11 +373,7 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
       }
       return cell;
     };
-    // The bin of a percentile as its value, kept within the cell's exact extremes.
-    const percentileOf = (cell: CellStats, bin: number) => {
-      const duration = cell.values[plan.durationIndex]!;
-      return Math.min(Math.max(binValue(bin), duration.min ?? -Infinity), duration.max ?? Infinity);
-    };
+    const percentileOf = (cell: CellStats, bin: number) => binPercentile(cell, plan, bin);
     // Cells per bucket and group: a bucket of one cell (and nothing scanned) takes that cell's own sessions and bins.
     const cellsIn = new Map<string, { entry: CountEntry; cells: number }>();
     for (const entry of entriesOf<CountEntry>(countRows)) {
@@ -395,20 +417,8 @@ export function cellStatements(scope: AggregateScope, bucketing: Bucketing, grou
     }
     for (const row of (scannedBinRows?.results ?? []) as { b: number; g: string | null; bin: number; n: number }[]) addBin(row.b, row.g, row.bin, row.n);
     for (const { b, g, bins } of histograms.values()) {
-      const cell = cellOf(b, g);
-      const ordered = [...bins].sort((x, y) => x[0] - y[0]);
-      const total = ordered.reduce((sum, [, n]) => sum + n, 0);
-      for (const p of plan.percentiles) {
-        const rank = nearestRank(p, total);
-        let cumulative = 0;
-        for (const [bin, n] of ordered) {
-          cumulative += n;
-          if (cumulative >= rank) {
-            (cell.percentiles[plan.durationIndex] ??= new Map()).set(p, percentileOf(cell, bin));
-            break;
-          }
-        }
-      }
+      if (partial) cellOf(b, g).bins = bins;
+      else rankBins(cellOf(b, g), bins, plan);
     }
     return merged;
   };

@@ -1,5 +1,6 @@
 /**
- * Runs an aggregation on the project's shard: the groups to show (when grouped), then in one
+ * Runs an aggregation on the project's shard (on each of its shards when its partitions span
+ * several: run-across-shards.ts, merged exactly): the groups to show (when grouped), then in one
  * batch the whole window's figures (ungrouped) and every bucket's (per group), with the
  * percentiles asked for. The caller's run was proven its own before (catalog), and every
  * statement is confined to that run's family; the window is cut at the project's retention, so
@@ -8,19 +9,13 @@
  * a day of the window (preaggregated-read.ts).
  */
 import type { Context } from "hono";
-import { nowMicros } from "../db/client";
 import type { AppEnv } from "../http/app-env";
 import { type QueryCost, withinScanAdmission } from "../limits/scan-admission";
-import { retentionCutoffMicros } from "../retention/retention-policy";
-import { onProjectShard } from "../shards/project-shard";
-import type { RecordFamily } from "../columns/standard-columns";
-import { bindAnnotationColumns } from "../search/bind-annotation-columns";
-import type { FilterNode, SearchQuery } from "../search/search-query";
+import { homeWithOtherShards, onPartitionShard } from "../partitions/read-shards";
 import {
   type AggregateScope,
   aggregateStatement,
   type Bucketing,
-  type CellStats,
   type GroupSpec,
   OTHER_GROUP,
   percentileStatement,
@@ -33,42 +28,11 @@ import {
 } from "./aggregate-records";
 import { HOUR_MICROS } from "./metric-cells";
 import { assertScanWithinBound, scanMaxRecords } from "./scan-bound";
-import type { MetricsWindow } from "./metrics-window";
-import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, hourStatesQuery, topGroupsFromCells } from "./preaggregated-read";
+import { type CellCoverage, cellCoverage, cellGrouping, type CellPlan, cellStatements, topGroupsFromCells } from "./preaggregated-read";
+import { aggregateAcrossShards, type OnShard, shardBasics } from "./run-across-shards";
+import type { AggregationPlan, AggregationRequest, AggregationResult } from "./aggregation-types";
 
-export interface AggregationRequest {
-  projectId: string;
-  runId: string;
-  family: RecordFamily;
-  filter: FilterNode;
-  window: MetricsWindow;
-  group: GroupSpec;
-}
-
-/** What to aggregate, known once the run's metric names are read from its shard. */
-export interface AggregationPlan {
-  /** Values to aggregate, given the first created_at shown (the retention's cut-off or the window's start). */
-  values: (fromMicros: number) => ValueExpression[];
-  /** Percentiles (1..99) asked of some values, by index. */
-  percentiles: Map<number, number[]>;
-  /** What the pre-aggregated cells hold of these values, when they can serve the plan (metrics/search). */
-  cells?: CellPlan;
-}
-
-export interface AggregationResult {
-  /** Shown groups, most records first, then "other" when more exist; empty when ungrouped. */
-  groups: string[];
-  whole: CellStats | undefined;
-  /** Per bucket index and group (null when ungrouped). */
-  cells: Map<string, CellStats>;
-}
-
-/** The metric names the run's records of a family hold (available_columns' rows). */
-function runMetricNames(db: D1Database, runId: string, family: RecordFamily): D1PreparedStatement {
-  return db
-    .prepare("SELECT column_id FROM run_columns WHERE run_id = ?1 AND record_type = ?2 AND column_id >= 'metrics/' AND column_id < 'metrics0'")
-    .bind(runId, family);
-}
+export type { AggregationPlan, AggregationRequest, AggregationResult } from "./aggregation-types";
 
 /**
  * Metrics read every record of the window whatever the filter keeps: scan-class by shape, stated
@@ -77,9 +41,6 @@ function runMetricNames(db: D1Database, runId: string, family: RecordFamily): D1
 const METRICS_COST: QueryCost = { class: "scan", reasons: ["metrics aggregate every record of the window"] };
 
 const prepared = (db: D1Database, statement: Statement) => db.prepare(statement.sql).bind(...statement.params);
-
-/** The empty filter: what a request without filters normalizes to. */
-const unfiltered = (filter: FilterNode) => filter.kind === "and" && filter.children.length === 0;
 
 /** Pre-aggregated answers that scan at most this much of their window run outside the scan admission. */
 const CELL_SCAN_ALLOWANCE_MICROS = 24 * HOUR_MICROS;
@@ -97,24 +58,26 @@ export async function runAggregation(
 ): Promise<AggregationResult> {
   const organizationId = c.get("principal").organizationId;
   const declaredKey = request.group.kind === "metadata" ? await declaredMetadataKey(c, request.projectId) : null;
-  return onProjectShard(c, request.projectId, "read", async ({ db, route }) => {
-    // Annotation leaves name the project's templates (a 422 for one it lacks or a leaf that does
-    // not fit it) and fully_annotated needs the project, as in partial_search.
-    await bindAnnotationColumns(db, request.projectId, { filter: request.filter, sort: null } as unknown as SearchQuery);
-    const cutoff = retentionCutoffMicros(route.retentionDays, nowMicros());
-    const fromMicros = Math.max(request.window.startMicros, cutoff ?? Number.MIN_SAFE_INTEGER);
-    const scope: AggregateScope = { family: request.family, runId: request.runId, fromMicros, toMicros: request.window.endMicros, filter: request.filter };
+  const grouping = cellGrouping(request.group, declaredKey);
+  return homeWithOtherShards(c, request.projectId, async (home, otherShards) => {
+    const { db } = home;
+    const [basics, others] = await Promise.all([shardBasics(home, request, grouping, declaredKey), otherShards()]);
+    if (others.length > 0) {
+      // Partitions on other shards: their first step too, then the merged aggregation (run-across-shards.ts).
+      const rest = await Promise.all(
+        others.map(async (partition) => {
+          const on: OnShard = (work) => onPartitionShard(c, request.projectId, partition, work);
+          return { on, basics: await on((shard) => shardBasics(shard, request, grouping, declaredKey)) };
+        }),
+      );
+      const onHome: OnShard = (work) => work(home);
+      return aggregateAcrossShards(c, request, grouping, planFor, [{ on: onHome, basics }, ...rest]);
+    }
+    const { fromMicros, scope, states } = basics;
     const whole: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.endMicros - request.window.startMicros };
     const buckets: Bucketing = { startMicros: request.window.startMicros, intervalMicros: request.window.intervalMicros };
-    const grouping = cellGrouping(request.group, declaredKey);
-    // The run's metric names, and the hours' states when cells may serve the request: one round trip.
-    const statesQuery = request.family === "trace" && unfiltered(request.filter) && grouping !== null && fromMicros < scope.toMicros
-      ? hourStatesQuery(db, request.runId, fromMicros, scope.toMicros, grouping, declaredKey)
-      : null;
-    const [names, ...stateResults] = await db.batch<{ column_id: string }>([runMetricNames(db, request.runId, request.family), ...(statesQuery?.statements ?? [])]);
-    const plan = planFor(new Set(names!.results.map((row) => row.column_id.slice("metrics/".length))));
-    if (plan.cells && statesQuery && grouping !== null) {
-      const states = statesQuery.read(stateResults);
+    const plan = planFor(new Set(basics.names));
+    if (plan.cells && states !== undefined && grouping !== null) {
       const unusable = states?.unusable;
       const coverage = unusable && cellCoverage(fromMicros, scope.toMicros, buckets, unusable);
       // Cells only when some served hour has them: else the scan answers, with exact percentiles.
@@ -128,7 +91,7 @@ export async function runAggregation(
     }
     // No cell serves it: the whole window is scanned. When cells could serve this shape, they lag
     // (not computed yet, or marked): the scan is long because the upkeep is behind.
-    const lagging = statesQuery && plan.cells ? Math.max(1, statesQuery.read(stateResults)?.unusable.size ?? 1) : 0;
+    const lagging = states !== undefined && plan.cells ? Math.max(1, states?.unusable.size ?? 1) : 0;
     await assertScanWithinBound(db, { runId: request.runId, family: request.family, ranges: fromMicros < scope.toMicros ? [[fromMicros, scope.toMicros]] : [], max: scanMaxRecords(c.env.METRICS_SCAN_MAX_RECORDS), staleHours: lagging });
     return withinScanAdmission(c.env, organizationId, METRICS_COST, async () => {
       const values = plan.values(fromMicros);

@@ -19,13 +19,22 @@ import { compileSearchQuery, type SearchScope } from "../search/compile-search-q
 import { resolveColumn } from "../search/search-columns";
 import type { FilterLeaf, FilterNode, SearchQuery, SortKeyset } from "../search/search-query";
 import type { StoredRow } from "../search/shape-record";
+import { pageOrder } from "../search/merge-shard-pages";
 import { type OutlineRow, outlineStatement, rowsStatement } from "./export-statements";
 
 /** Roots per page: the outline of their descendants is held while the page is written. */
 export const ROOT_PAGE_SIZE = 100;
 
 export interface ExportSource {
+  /** The project's own shard. */
   db: D1Database;
+  /**
+   * The other shards holding a partition of the project (contract section 13; absent or empty:
+   * one shard, read as before). Their pages are merged with the home shard's in the export's
+   * order (mergedKeysetPages), and a root's descendants are read on its own shard: a root's whole
+   * tree lives in one partition.
+   */
+  others?: D1Database[];
   scope: SearchScope;
   /** Runs one page's statement (admitted by its scan class by the caller). */
   admit: <T>(query: SearchQuery, work: () => Promise<T>) => Promise<T>;
@@ -56,9 +65,60 @@ function keysetOf(cursor: KeysetCursor | { after: { createdAt: number; id: strin
   return after.createdAt !== undefined && !("value" in after) ? { value: after.createdAt, id: after.id } : { value: after.value ?? null, id: after.id };
 }
 
-async function readPage(source: ExportSource, query: SearchQuery): Promise<StoredRow[]> {
+async function readPage(source: ExportSource, query: SearchQuery, db: D1Database = source.db): Promise<StoredRow[]> {
   const statement = compileSearchQuery(query, source.scope);
-  return source.admit(query, async () => (await source.db.prepare(statement.sql).bind(...statement.params).all<StoredRow>()).results);
+  return source.admit(query, async () => (await db.prepare(statement.sql).bind(...statement.params).all<StoredRow>()).results);
+}
+
+/** Every database of the source: the home shard's first (index 0), then the others (a row's `_shard`). */
+const databasesOf = (source: ExportSource): D1Database[] => [source.db, ...(source.others ?? [])];
+
+/** The shard a root row or outline node was read on (its index in databasesOf). */
+export const shardOf = (row: { _shard?: unknown }): number => Number(row._shard ?? 0);
+
+/** A stored row's key across shards (rids are per database). */
+export const rowKeyOf = (shard: number, rid: number): string => `${shard}:${rid}`;
+
+/**
+ * keysetPages over several shards: each shard's rows after the cursor, read a page at a time as
+ * its buffer empties, merged in the statement's order (pageOrder: as one database orders them, the
+ * id breaking ties). A row is handed out only when every shard that may hold more has its next row
+ * at hand, so the pages are exactly one database's pages, and the cursor after a page (a keyset of
+ * the global order) continues on every shard. Each shard's row is read once; memory holds a page
+ * per shard.
+ */
+async function* mergedKeysetPages(source: ExportSource, query: SearchQuery, pageSize: number, start?: KeysetCursor): AsyncGenerator<{ rows: StoredRow[]; cursor: KeysetCursor }> {
+  const order = pageOrder(query);
+  const first = start ? keysetOf(start) : null;
+  const shards = databasesOf(source).map((db) => ({ db, rows: [] as StoredRow[], after: first, done: false }));
+  const refill = async (index: number) => {
+    const shard = shards[index]!;
+    const rows = await readPage(source, { ...query, limit: pageSize, offset: 0, after: shard.after }, shard.db);
+    for (const row of rows) row._shard = index;
+    const read = Number(rows[0]?._rows_read ?? rows.length);
+    shard.rows = rows;
+    shard.done = rows.length === 0 || (read <= pageSize && rows.length === read);
+    const last = rows[rows.length - 1];
+    if (last) shard.after = { value: (last.sort_value as string | number | null | undefined) ?? null, id: String(last.id) };
+  };
+  for (;;) {
+    const page: StoredRow[] = [];
+    while (page.length < pageSize) {
+      const empty = shards.flatMap((shard, i) => (shard.rows.length === 0 && !shard.done ? [i] : []));
+      if (empty.length > 0) await Promise.all(empty.map(refill));
+      let best = -1;
+      for (let i = 0; i < shards.length; i += 1) {
+        const head = shards[i]!.rows[0];
+        if (head && (best < 0 || order(head, shards[best]!.rows[0]!) < 0)) best = i;
+      }
+      if (best < 0) break;
+      page.push(shards[best]!.rows.shift()!);
+    }
+    if (page.length === 0) return;
+    const last = page[page.length - 1]!;
+    yield { rows: page, cursor: { after: { value: (last.sort_value as string | number | null | undefined) ?? null, id: String(last.id) } } };
+    if (page.length < pageSize) return;
+  }
 }
 
 /**
@@ -72,6 +132,10 @@ export async function* keysetPages(
   pageSize: number,
   start?: KeysetCursor,
 ): AsyncGenerator<{ rows: StoredRow[]; cursor: KeysetCursor }> {
+  if ((source.others?.length ?? 0) > 0) {
+    yield* mergedKeysetPages(source, query, pageSize, start);
+    return;
+  }
   let after: SortKeyset | null = start ? keysetOf(start) : null;
   for (;;) {
     const rows = await readPage(source, { ...query, limit: pageSize, offset: 0, after });
@@ -100,6 +164,8 @@ const inList = (family: RecordFamily, id: string, values: string[]): FilterNode 
 /** A descendant as the outline has it, with its family. */
 export interface OutlineNode extends OutlineRow {
   family: "trace" | "span";
+  /** The shard it was read on (its root's: index in the source's databases). */
+  shard: number;
 }
 
 export interface Outline {
@@ -116,12 +182,14 @@ async function readOutline(
   by: "session_id" | "trace_id",
   parents: string[],
   matching?: FilterNode,
+  shard = 0,
 ): Promise<OutlineNode[]> {
   const statement = outlineStatement(base, source.scope, family, by, parents, matching);
   // Admitted as the search of the same records would be (by parent, every field).
   const admitted = descendantQuery(base, family, inList(family, by, parents));
-  const rows = await source.admit(admitted, async () => (await source.db.prepare(statement.sql).bind(...statement.params).all<OutlineRow>()).results);
-  return rows.map((row) => ({ ...row, family }));
+  const db = databasesOf(source)[shard]!;
+  const rows = await source.admit(admitted, async () => (await db.prepare(statement.sql).bind(...statement.params).all<OutlineRow>()).results);
+  return rows.map((row) => ({ ...row, family, shard }));
 }
 
 /**
@@ -129,6 +197,21 @@ async function readOutline(
  * trace's spans, the spans of a span root's trace (those below it are its descendants).
  */
 export async function outlineOf(source: ExportSource, base: SearchQuery, roots: readonly StoredRow[]): Promise<Outline> {
+  if ((source.others?.length ?? 0) === 0) return shardOutline(source, base, roots, 0);
+  // Each root's tree is on the root's own shard: the outline of each shard's roots, read in parallel.
+  const byShard = new Map<number, StoredRow[]>();
+  for (const root of roots) byShard.set(shardOf(root), [...(byShard.get(shardOf(root)) ?? []), root]);
+  const parts = await Promise.all([...byShard].map(([shard, own]) => shardOutline(source, base, own, shard)));
+  const children = new Map<string, OutlineNode[]>();
+  const matching = new Set<string>();
+  for (const part of parts) {
+    for (const [parent, nodes] of part.children) children.set(parent, [...(children.get(parent) ?? []), ...nodes]);
+    for (const id of part.matching) matching.add(id);
+  }
+  return { children, matching };
+}
+
+async function shardOutline(source: ExportSource, base: SearchQuery, roots: readonly StoredRow[], shard: number): Promise<Outline> {
   const children = new Map<string, OutlineNode[]>();
   const matching = new Set<string>();
   const add = (node: OutlineNode) => {
@@ -140,7 +223,7 @@ export async function outlineOf(source: ExportSource, base: SearchQuery, roots: 
   if (roots.length === 0) return { children, matching };
   let traceIds: string[];
   if (base.family === "session") {
-    const traces = await readOutline(source, base, "trace", "session_id", roots.map((r) => String(r.id)));
+    const traces = await readOutline(source, base, "trace", "session_id", roots.map((r) => String(r.id)), undefined, shard);
     for (const trace of traces) add(trace);
     traceIds = traces.map((t) => t.id);
   } else if (base.family === "trace") {
@@ -149,7 +232,7 @@ export async function outlineOf(source: ExportSource, base: SearchQuery, roots: 
     traceIds = [...new Set(roots.map((r) => String(r.trace_id)))];
   }
   if (traceIds.length > 0) {
-    const spans = await readOutline(source, base, "span", "trace_id", traceIds, base.family === "span" ? base.filter : undefined);
+    const spans = await readOutline(source, base, "span", "trace_id", traceIds, base.family === "span" ? base.filter : undefined, shard);
     for (const span of spans) {
       add(span);
       if (span.matching) matching.add(span.id);
@@ -161,9 +244,19 @@ export async function outlineOf(source: ExportSource, base: SearchQuery, roots: 
 /** Descendant rows read per statement at most (and at most SEARCH_LIMITS.maxPageBytes of text). */
 export const DESCENDANT_ROWS_PER_READ = 2000;
 
-/** The full rows of outlined descendants, in the order given. */
+/** The full rows of outlined descendants (each tagged with its shard, `_shard`), each shard's in the order given. */
 export async function readRows(source: ExportSource, base: SearchQuery, nodes: readonly OutlineNode[]): Promise<StoredRow[]> {
-  const families = [...new Set(nodes.map((n) => n.family))];
-  const statement = rowsStatement(base, source.scope, families, nodes.map((n) => n.rid));
-  return (await source.db.prepare(statement.sql).bind(...statement.params).all<StoredRow>()).results;
+  const byShard = new Map<number, OutlineNode[]>();
+  for (const node of nodes) byShard.set(node.shard, [...(byShard.get(node.shard) ?? []), node]);
+  const databases = databasesOf(source);
+  const parts = await Promise.all(
+    [...byShard].map(async ([shard, own]) => {
+      const families = [...new Set(own.map((n) => n.family))];
+      const statement = rowsStatement(base, source.scope, families, own.map((n) => n.rid));
+      const rows = (await databases[shard]!.prepare(statement.sql).bind(...statement.params).all<StoredRow>()).results;
+      for (const row of rows) row._shard = shard;
+      return rows;
+    }),
+  );
+  return parts.flat();
 }

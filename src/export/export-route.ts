@@ -26,7 +26,7 @@ import { commonErrorResponses, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject } from "../projects/run-access";
 import { runSelectorOf } from "../projects/run-selector";
-import { onProjectShard } from "../shards/project-shard";
+import { homeWithOtherShards } from "../partitions/read-shards";
 import { shardDatabase } from "../shards/shard-config";
 import { bindAnnotationColumns } from "../search/bind-annotation-columns";
 import { withinRetention } from "../search/retention-window";
@@ -74,14 +74,18 @@ export function registerExport(app: Router): void {
     const run = await ownedRunWithProject(database(c.env.DB), principal, project_id, runSelectorOf(body));
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId, runKind: run.kind };
     let streaming = false;
-    const { chunks, first } = await onProjectShard(c, project_id, "read", async ({ db, route }) => {
+    // The project's shard as before, and the shards of its other partitions (homeWithOtherShards:
+    // the partitions read beside, from the 4 s cache), whose pages merge with it (export-reader.ts).
+    const { chunks, first } = await homeWithOtherShards(c, project_id, async ({ db, route }, otherShards) => {
       // Annotation leaves are checked against the project's templates, which live on its shard.
       await bindAnnotationColumns(db, project_id, base);
       const query = withinRetention(base, route.retentionDays, nowMicros());
       // Pages after the first may run long after this session's request: the shard's binding.
       const admit = <T>(page: typeof query, work: () => Promise<T>) => withinSearchAdmission(c.env, principal.organizationId, page, work);
+      const others = (await otherShards()).map((partition) => shardDatabase(c.env, partition.shard));
       const source = {
         db: shardDatabase(c.env, route.shard),
+        others,
         scope,
         // Refused before the first byte: a 429. After it: wait for the slot.
         admit: <T>(page: typeof query, work: () => Promise<T>) => (streaming ? admittedWhenFree(c.env, () => admit(page, work)) : admit(page, work)),

@@ -13,6 +13,8 @@ import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { countingD1 } from "../http/d1-round-trips";
 import { projectRoute } from "../shards/project-routing";
+import { projectPartitions } from "../partitions/partition-catalog";
+import { otherShardsOf } from "../partitions/read-shards";
 import { shardDatabase } from "../shards/shard-config";
 import { bindAnnotationColumns } from "../search/bind-annotation-columns";
 import { withinRetention } from "../search/retention-window";
@@ -85,13 +87,18 @@ export async function advanceExport(env: Env, state: ExportFileState): Promise<A
   const body = request.body;
   const format: ExportFormat = body.export_format;
   const { base, columns } = exportQueryOf(body);
-  const route = await projectRoute(env, { organizationId: state.organizationId } as Parameters<typeof projectRoute>[1], state.projectId);
+  const [route, partitions] = await Promise.all([
+    projectRoute(env, { organizationId: state.organizationId } as Parameters<typeof projectRoute>[1], state.projectId),
+    projectPartitions(env, state.projectId),
+  ]);
   const queries = { count: 0 };
   const db = countingD1(shardDatabase(env, route.shard), queries);
+  // The shards of the project's other partitions: their pages merge with the home shard's (export-reader.ts).
+  const others = otherShardsOf(partitions, route.shard).map((partition) => countingD1(shardDatabase(env, partition.shard), queries));
   await bindAnnotationColumns(db, state.projectId, base);
   const query = withinRetention(base, route.retentionDays, nowMicros());
   const scope = { organizationId: state.organizationId, projectId: state.projectId, runId: request.run_id, runKind: request.run_kind };
-  const source = { db, scope, admit: <T>(page: typeof query, work: () => Promise<T>) => withinSearchAdmission(env, state.organizationId, page, work) };
+  const source = { db, others, scope, admit: <T>(page: typeof query, work: () => Promise<T>) => withinSearchAdmission(env, state.organizationId, page, work) };
 
   const buffer = new PartBuffer();
   if (state.partialBytes > 0) {

@@ -5,7 +5,7 @@
  * after the page, from which a queued export continues in its next queue message.
  */
 import { type ExportFormat, columnValue, csvLine, redacted } from "./export-formats";
-import { DESCENDANT_ROWS_PER_READ, type ExportSource, type KeysetCursor, type Outline, type OutlineNode, ROOT_PAGE_SIZE, keysetPages, outlineOf, readRows } from "./export-reader";
+import { DESCENDANT_ROWS_PER_READ, type ExportSource, type KeysetCursor, type Outline, type OutlineNode, ROOT_PAGE_SIZE, keysetPages, outlineOf, readRows, rowKeyOf, shardOf } from "./export-reader";
 import { recordJson } from "./record-json";
 import { SEARCH_LIMITS } from "../search/search-limits";
 import type { SearchQuery } from "../search/search-query";
@@ -130,7 +130,7 @@ export async function* exportChunks(plan: ExportPlan, start?: KeysetCursor): Asy
     }
     const outline = await outlineOf(source, query, page.rows);
     const steps = format === "jsonl" ? nestedSteps(page.rows, outline) : flatSteps(page.rows, outline);
-    const rows = new Map<number, StoredRow>();
+    const rows = new Map<string, StoredRow>();
     let text = "";
     let records = 0;
     let oldest = rootsOldest;
@@ -145,7 +145,7 @@ export async function* exportChunks(plan: ExportPlan, start?: KeysetCursor): Asy
         row = step.node as StoredRow;
       } else {
         const node = step.node as OutlineNode;
-        if (!rows.has(node.rid)) {
+        if (!rows.has(rowKeyOf(node.shard, node.rid))) {
           // The text so far goes out before the next batch is read, and the batch it was written
           // from is let go first: while the generator waits for the client to read on, it holds
           // the page's outline and that text, not the rows as well (a batch may hold 8 MB of
@@ -156,9 +156,9 @@ export async function* exportChunks(plan: ExportPlan, start?: KeysetCursor): Asy
             text = "";
             records = 0;
           }
-          for (const read of await readRows(source, query, nextBatch(steps, i, sizes.descendantRows))) rows.set(Number(read.rid), read);
+          for (const read of await readRows(source, query, nextBatch(steps, i, sizes.descendantRows))) rows.set(rowKeyOf(shardOf(read), Number(read.rid)), read);
         }
-        const read = rows.get(node.rid);
+        const read = rows.get(rowKeyOf(node.shard, node.rid));
         if (!read) {
           // Erased between the outline and its read: a flat export leaves its line out; a nested
           // line has written its place in a list already, so the export fails (visibly).

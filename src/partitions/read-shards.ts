@@ -17,7 +17,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { type ProjectShard, onProjectShard } from "../shards/project-shard";
-import { projectPartitions } from "./partition-catalog";
+import { type PartitionRoute, projectPartitions } from "./partition-catalog";
 import { shardOfPartition } from "./partition-writes";
 
 export interface ShardAnswer<T> {
@@ -48,14 +48,32 @@ export async function onProjectReadShards<T>(
     projectPartitions(c.env, projectId),
   ]);
   const answers: ShardAnswer<T>[] = [{ shard: homeShard, home: true, answer }];
-  const others = new Map(partitions.filter((p) => p.shard !== homeShard).map((p) => [p.shard, p]));
-  if (others.size === 0) return answers;
-  const more = await Promise.all(
-    [...others.values()].map(async (partition) => ({
-      shard: partition.shard,
-      home: false,
-      answer: await onProjectShard(c, projectId, "read", work, { shardOf: shardOfPartition(c.env, partition) }),
-    })),
-  );
+  const others = otherShardsOf(partitions, homeShard);
+  if (others.length === 0) return answers;
+  const more = await Promise.all(others.map(async (partition) => ({ shard: partition.shard, home: false, answer: await onPartitionShard(c, projectId, partition, work) })));
   return [...answers, ...more];
+}
+
+/** One partition per shard other than `homeShard` holding a partition of the project (to read that shard through). */
+export function otherShardsOf(partitions: readonly PartitionRoute[], homeShard: string): PartitionRoute[] {
+  return [...new Map(partitions.filter((p) => p.shard !== homeShard).map((p) => [p.shard, p])).values()];
+}
+
+/**
+ * A read that takes several round trips, each needing every shard's answer to the one before
+ * (metrics: the run's metric names, then the groups to show, then the figures), runs its first
+ * step through this on the project's own shard, as before partitions, with the partitions read
+ * beside it (cached, as onProjectReadShards does); its later steps run on the home shard's session
+ * and, through onPartitionShard, on these other shards. Empty: the project is on one shard.
+ */
+export async function homeWithOtherShards<T>(c: Context<AppEnv>, projectId: string, work: (home: ProjectShard, others: () => Promise<PartitionRoute[]>) => Promise<T>): Promise<T> {
+  const partitions = projectPartitions(c.env, projectId);
+  // Awaited only by work that asks; a failed read must not surface as an unhandled rejection.
+  partitions.catch(() => undefined);
+  return onProjectShard(c, projectId, "read", (home) => work(home, async () => otherShardsOf(await partitions, home.route.shard)));
+}
+
+/** Runs `work` on the shard of `partition` (one of the project's other shards), with the state check and re-route of onProjectShard. */
+export function onPartitionShard<T>(c: Context<AppEnv>, projectId: string, partition: PartitionRoute, work: (shard: ProjectShard) => Promise<T>): Promise<T> {
+  return onProjectShard(c, projectId, "read", work, { shardOf: shardOfPartition(c.env, partition) });
 }

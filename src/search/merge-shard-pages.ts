@@ -21,7 +21,7 @@ function compareValues(a: string | number, b: string | number): number {
   return compareText(a, b);
 }
 
-function compareText(a: string, b: string): number {
+export function compareText(a: string, b: string): number {
   // JavaScript compares UTF-16 code units; SQLite's BINARY compares UTF-8 bytes (code points):
   // the two differ only past U+FFFF, so walk code points.
   if (a === b) return 0;
