@@ -463,6 +463,9 @@ describe("reads across partitions on several shards", () => {
   });
 });
 
+// These walk every page of many searches in two projects (hundreds of requests): 11 s alone at load
+// 7, past the suite's 20 s at load 13-18 (two files at once beside other work); the bound only
+// catches a hang.
 describe("search across partitions on several shards", () => {
   // The same records in a project with one partition and in one whose three partitions sit on
   // SHARD_0, SHARD_1 and SHARD_0 again: every page, in every order, must be the same.
@@ -546,7 +549,7 @@ describe("search across partitions on several shards", () => {
     const past = await fetchWith({}, `/v2/projects/${spreadOut.projectId}/traces/partial_search`, { log_stream_id: spreadOut.logStreamId, pagination: { limit: 5, starting_token: 50 }, select_columns: { column_ids: ["id"] } });
     expect(past.status).toBe(200);
     expect(past.body).toMatchObject({ records: [], paginated: false, next_starting_token: null, starting_token: 50 });
-  });
+  }, 90_000);
 
   it("spans, sessions, include_counts and a text search: the same pages as one partition", async () => {
     const withSpans = records.map((t, i) => ({
@@ -577,7 +580,7 @@ describe("search across partitions on several shards", () => {
     const counted = await fetchWith({}, `/v2/projects/${spreadOut.projectId}/traces/partial_search`, { log_stream_id: spreadOut.logStreamId, include_counts: true, limit: 100, select_columns: { column_ids: ["id"] } });
     const spansOf = new Map(withSpans.map((t) => [t.id, t.spans.length]));
     expect(counted.body.records.map((r: { id: string; num_spans: number }) => r.num_spans)).toEqual(counted.body.records.map((r: { id: string }) => spansOf.get(r.id)));
-  });
+  }, 90_000);
 
   it("applies the page byte budget to the merged page and pages on to every large record once", async () => {
     /** 1.65 MB of UTF-8 each: 4 fit a page of SEARCH_LIMITS.maxPageBytes (8 MB) plus the one that crosses it. */
@@ -601,5 +604,5 @@ describe("search across partitions on several shards", () => {
       expect(expected.sizes).toEqual([5, 2]);
       expect(got).toEqual(expected);
     }
-  });
+  }, 90_000);
 });
