@@ -18,7 +18,7 @@ export interface PartitionedProject {
   logStreamId: string;
 }
 
-/** A request as `tenant`, with these variables replaced. */
+/** A request as `tenant`, with these variables replaced: its status, its JSON body (null if none) and its text. */
 export async function fetchAs(tenant: Tenant, overrides: Record<string, string>, path: string, body?: unknown, method?: string) {
   const ctx = createExecutionContext();
   const response = await worker.fetch(
@@ -31,7 +31,14 @@ export async function fetchAs(tenant: Tenant, overrides: Record<string, string>,
     ctx,
   );
   await waitOnExecutionContext(ctx);
-  return { status: response.status, body: (await response.json().catch(() => null)) as any };
+  const text = await response.text();
+  let parsed: any = null;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON (an export's lines): `text` has it
+  }
+  return { status: response.status, body: parsed, text };
 }
 
 /** A project and its log stream, placed on `shard`. */
