@@ -200,28 +200,7 @@ function EnableOnRun({ scorer, act }: { scorer: Scorer; act: (work: () => Promis
     <details>
       <summary>Enable on a log stream</summary>
       <form class="alert-form" aria-label={`Enable ${scorer.name}`} onSubmit={enable}>
-        <label>
-          Project
-          <select required value={projectId} onChange={(e) => (setProjectId(e.currentTarget.value), setRunId(""))}>
-            <option value="">Choose a project</option>
-            {projects.data?.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Log stream
-          <select required value={runId} disabled={!projectId} onChange={(e) => setRunId(e.currentTarget.value)}>
-            <option value="">Choose a log stream</option>
-            {runs.data?.map((r) => (
-              <option key={r.id} value={r.id}>
-                {r.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LogStreamPicker projects={projects.data} runs={runs.data} projectId={projectId} runId={runId} onProject={(id) => (setProjectId(id), setRunId(""))} onRun={setRunId} />
         <label>
           Sampling rate
           <input type="number" min={0} max={1} step={0.01} value={rate} onInput={(e) => setRate(Number(e.currentTarget.value))} />
@@ -238,6 +217,43 @@ function EnableOnRun({ scorer, act }: { scorer: Scorer; act: (work: () => Promis
 }
 
 /** The family whose records the scorer scores first (its first node type): the records offered for a test. */
+/** A project, then one of its log streams: the two selects the enable and test forms share. */
+function LogStreamPicker(props: {
+  projects: { id: string; name: string }[] | undefined;
+  runs: { id: string; name: string }[] | undefined;
+  projectId: string;
+  runId: string;
+  onProject: (id: string) => void;
+  onRun: (id: string) => void;
+}) {
+  return (
+    <>
+      <label>
+        Project
+        <select required value={props.projectId} onChange={(e) => props.onProject(e.currentTarget.value)}>
+          <option value="">Choose a project</option>
+          {props.projects?.map((p) => (
+            <option key={p.id} value={p.id}>
+              {p.name}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Log stream
+        <select required value={props.runId} disabled={!props.projectId} onChange={(e) => props.onRun(e.currentTarget.value)}>
+          <option value="">Choose a log stream</option>
+          {props.runs?.map((r) => (
+            <option key={r.id} value={r.id}>
+              {r.name}
+            </option>
+          ))}
+        </select>
+      </label>
+    </>
+  );
+}
+
 function familyOf(scorer: Scorer): Family {
   const first = scorer.scoreable_node_types[0];
   return first === "trace" ? "traces" : first === "session" ? "sessions" : "spans";
@@ -284,28 +300,14 @@ function TestOnRecord({ scorer }: { scorer: Scorer }) {
     <details onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
       <summary>Test on a record</summary>
       <form class="alert-form" aria-label={`Test ${scorer.name}`} onSubmit={run}>
-        <label>
-          Project
-          <select required value={projectId} onChange={(e) => (setProjectId(e.currentTarget.value), setRunId(""), setRecordId(""))}>
-            <option value="">Choose a project</option>
-            {projects.data?.map((p) => (
-              <option key={p.id} value={p.id}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Log stream
-          <select required value={runId} disabled={!projectId} onChange={(e) => (setRunId(e.currentTarget.value), setRecordId(""))}>
-            <option value="">Choose a log stream</option>
-            {runs.data?.map((r) => (
-              <option key={r.id} value={r.id}>
-                {r.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <LogStreamPicker
+          projects={projects.data}
+          runs={runs.data}
+          projectId={projectId}
+          runId={runId}
+          onProject={(id) => (setProjectId(id), setRunId(""), setRecordId(""))}
+          onRun={(id) => (setRunId(id), setRecordId(""))}
+        />
         <label class="wide">
           Record ({family}, latest first)
           <select required value={recordId} disabled={!runId} onChange={(e) => setRecordId(e.currentTarget.value)}>
