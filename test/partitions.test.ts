@@ -16,6 +16,7 @@ import { clearProjectRoutes } from "../src/shards/project-routing";
 import { forgetShardSizes } from "../src/shards/shard-sizes";
 import { type Tenant, createTenant } from "./support/tenants";
 import { exportRequest, jsonBody, otlpSpan, randomHex } from "./support/otlp-requests";
+import { fetchAs } from "./support/partitioned-project";
 
 const uuid = () => crypto.randomUUID();
 const ROLLING = { PARTITION_ROLLING: "on" };
@@ -32,22 +33,9 @@ beforeEach(() => {
   forgetShardSizes();
 });
 
-/** A request through the worker's entry point with some variables replaced (as .dev.vars would). */
-async function fetchWith(overrides: Record<string, string>, path: string, body?: unknown, method?: string, patchBody?: unknown) {
-  const ctx = createExecutionContext();
-  const sent = patchBody ?? body;
-  const response = await worker.fetch(
-    new Request(`http://trace-store.test${path}`, {
-      method: method ?? (sent === undefined ? "GET" : "POST"),
-      headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey },
-      body: sent === undefined ? undefined : JSON.stringify(sent),
-    }),
-    { ...env, ...overrides } as Env,
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
-  return { status: response.status, body: (await response.json().catch(() => null)) as any };
-}
+/** A request as the test's tenant, with some variables replaced (as .dev.vars would); a PATCH's body is `patchBody`. */
+const fetchWith = (overrides: Record<string, string>, path: string, body?: unknown, method?: string, patchBody?: unknown) =>
+  fetchAs(tenant, overrides, path, patchBody ?? body, method);
 
 interface Project {
   projectId: string;
