@@ -18,7 +18,11 @@ export interface PartitionedProject {
   logStreamId: string;
 }
 
-/** A request as `tenant`, with these variables replaced: its status, its JSON body (null if none) and its text. */
+/**
+ * A request as `tenant`, with these variables replaced: its status, its JSON body (null if none)
+ * and its text. Not support/worker-call.ts's callWorkerWith, whose body is "JSON if it parses":
+ * a one-line JSONL export parses, and the export comparisons need its text.
+ */
 export async function fetchAs(tenant: Tenant, overrides: Record<string, string>, path: string, body?: unknown, method?: string) {
   const ctx = createExecutionContext();
   const response = await worker.fetch(
