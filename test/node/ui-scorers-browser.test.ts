@@ -206,7 +206,14 @@ describe("scorers in the explorer", () => {
 
     await page.goto(`/projects/${project}/log_streams/${server.demo.log_stream_id}/traces?open=${traceId}&span=${rude}`);
     const detail = page.getByTestId("record-detail").filter({ hasText: "rude reply" });
-    await detail.waitFor();
+    // The view reads the trace and its spans (two searches) while the evaluation queue and the
+    // cron share the one local workerd: as long as the backfill's polls above, not the 30 s default.
+    await detail.waitFor({ timeout: 60_000 }).catch(async (error: unknown) => {
+      // What the trace view showed instead (an error notice, still loading, another record): CI
+      // once timed out here at load 8+ and printed nothing to go on.
+      console.error(`trace view at ${page.url()}:`, await page.getByTestId("trace-view").innerText().catch(() => "(no trace view)"));
+      throw error;
+    });
     const row = detail.getByTestId("record-scores").locator('tr[data-score="courtesy"]');
     await expect.poll(() => row.textContent(), { timeout: 30_000 }).toContain("Insulting.");
     expect(await row.getAttribute("data-status")).toBe("success");
