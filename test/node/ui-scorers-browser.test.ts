@@ -212,6 +212,7 @@ describe("scorers in the explorer", () => {
       // What the trace view showed instead (an error notice, still loading, another record): CI
       // once timed out here at load 8+ and printed nothing to go on.
       console.error(`trace view at ${page.url()}:`, await page.getByTestId("trace-view").innerText().catch(() => "(no trace view)"));
+      console.error("the service's last log lines:\n" + server.output().split("\n").slice(-150).join("\n"));
       throw error;
     });
     const row = detail.getByTestId("record-scores").locator('tr[data-score="courtesy"]');
