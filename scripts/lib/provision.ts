@@ -22,6 +22,7 @@ import { join } from "node:path";
 import { unstable_readConfig } from "wrangler";
 // The deploy-only config lives beside wrangler.toml, so its relative paths stay valid.
 import { DEPLOY_CONFIG, REPO_ROOT, wranglerEnv } from "./wrangler";
+import { type ShardSizing, dataShardsOf, shardsFor, withDataShards } from "./shard-sizing";
 
 /** The secret the worker signs its bearer tokens with (src/auth). */
 export const TOKEN_SECRET = "TOKEN_SECRET";
@@ -117,6 +118,8 @@ async function create(args: string[]): Promise<boolean> {
 }
 
 export interface ProvisionReport {
+  /** With --spans-per-day and --retention-days: what they need, and the shards added to wrangler.toml for it. */
+  sizing?: SizingReport;
   created: string[];
   existing: string[];
   databaseIds: Record<string, string>;
@@ -125,9 +128,67 @@ export interface ProvisionReport {
   config: string;
 }
 
-export async function provision(options: { log?: (line: string) => void; configName?: string } = {}): Promise<ProvisionReport> {
+export interface SizingRequest {
+  spansPerDay: number;
+  retentionDays: number;
+  bytesPerSpan: number;
+}
+
+export interface SizingReport {
+  spans_per_day: number;
+  retention_days: number;
+  bytes_per_span: number;
+  retained_bytes: number;
+  high_water_bytes: number;
+  shards_needed: number;
+  /** The data shards DATA_SHARDS names before the run. */
+  shards_bound: string[];
+  /** Bound by this run (added to wrangler.toml); empty when there were enough. */
+  added: string[];
+}
+
+/** SHARD_HIGH_WATER_BYTES of wrangler.toml's [vars]. */
+function highWaterBytes(configPath: string): number {
+  const vars = unstable_readConfig({ config: configPath }).vars as Record<string, unknown>;
+  return Number(vars.SHARD_HIGH_WATER_BYTES ?? 8_000_000_000);
+}
+
+/**
+ * The shards a stated ingest rate and retention need (scripts/lib/shard-sizing.ts); unless `plan`,
+ * the missing ones are added to `configPath` (wrangler.toml: the operator commits the change, and
+ * every later run, deploy and `npm start` binds them), before anything is created.
+ */
+export function sizeShards(request: SizingRequest, plan: boolean, configPath = join(REPO_ROOT, "wrangler.toml")): SizingReport {
+  const toml = readFileSync(configPath, "utf8");
+  const sizing: ShardSizing = shardsFor({ ...request, highWaterBytes: highWaterBytes(configPath) });
+  const bound = dataShardsOf(toml);
+  const grown = withDataShards(toml, sizing.shards);
+  if (!plan && grown.added.length > 0) writeFileSync(configPath, grown.toml);
+  return {
+    spans_per_day: sizing.spansPerDay,
+    retention_days: sizing.retentionDays,
+    bytes_per_span: sizing.bytesPerSpan,
+    retained_bytes: sizing.retainedBytes,
+    high_water_bytes: sizing.highWaterBytes,
+    shards_needed: sizing.shards,
+    shards_bound: bound,
+    added: grown.added,
+  };
+}
+
+export async function provision(options: { log?: (line: string) => void; configName?: string; sizing?: SizingRequest } = {}): Promise<ProvisionReport> {
   const log = options.log ?? (() => undefined);
   const configName = options.configName ?? DEPLOY_CONFIG;
+  let sizing: SizingReport | undefined;
+  if (options.sizing) {
+    sizing = sizeShards(options.sizing, false);
+    const gb = (sizing.retained_bytes / 1e9).toFixed(1);
+    log(
+      sizing.added.length > 0
+        ? `${gb} GB retained needs ${sizing.shards_needed} data shards: added ${sizing.added.join(", ")} to wrangler.toml (commit it)`
+        : `${gb} GB retained needs ${sizing.shards_needed} data shards: wrangler.toml binds ${sizing.shards_bound.length}, enough`,
+    );
+  }
   const resources = boundResources();
   const created: string[] = [];
   const existing: string[] = [];
@@ -167,6 +228,7 @@ export async function provision(options: { log?: (line: string) => void; configN
   log(`${secret === "set" ? "set" : "kept"} secret ${TOKEN_SECRET}`);
 
   return {
+    ...(sizing ? { sizing } : {}),
     created,
     existing,
     databaseIds: Object.fromEntries(resources.d1Databases.map(({ name }) => [name, idsByName.get(name)!])),
