@@ -2,7 +2,8 @@
  * What scoring costs the database that holds the records (issue 34, item 6: ingest with five
  * presets on at 0.9x of ingest without): scoring a chunk writes each record ONCE, whatever the
  * number of scorers (all their `metrics.<name>` and `metric_info.<name>` in one update), and
- * rewrites no record whose stored results it already carries (a redelivery writes no record).
+ * rewrites no record whose stored results it already carries (a redelivery writes no record);
+ * the record's other metric rows stay in place (the metric-row trigger touches only what changed).
  * The values are those of the stored result rows, as before (result-writes.ts).
  */
 import { createMessageBatch, env } from "cloudflare:test";
@@ -68,6 +69,9 @@ describe("the writes of scoring", () => {
     await db.batch([
       db.prepare("CREATE TABLE IF NOT EXISTS test_record_rewrites (record_id TEXT NOT NULL)"),
       db.prepare("CREATE TRIGGER IF NOT EXISTS test_count_record_rewrites AFTER UPDATE OF metric_info ON records BEGIN INSERT INTO test_record_rewrites VALUES (NEW.id); END"),
+      // And every metric row deleted: adding scores to a record must leave its other metric rows in place.
+      db.prepare("CREATE TABLE IF NOT EXISTS test_metric_row_deletes (record_id TEXT NOT NULL)"),
+      db.prepare("CREATE TRIGGER IF NOT EXISTS test_count_metric_row_deletes AFTER DELETE ON record_metrics BEGIN INSERT INTO test_metric_row_deletes VALUES (OLD.record_id); END"),
     ]);
     const rewrites = async () => (await db.prepare("SELECT record_id, count(*) AS n FROM test_record_rewrites WHERE record_id IN (SELECT value FROM json_each(?1)) GROUP BY record_id").bind(JSON.stringify(ids)).all<{ record_id: string; n: number }>()).results;
 
@@ -75,6 +79,8 @@ describe("the writes of scoring", () => {
     const first = await rewrites();
     expect(first).toHaveLength(ids.length);
     expect(first.every((r) => r.n === 1), JSON.stringify(first)).toBe(true);
+    const deleted = await db.prepare("SELECT count(*) AS n FROM test_metric_row_deletes WHERE record_id IN (SELECT value FROM json_each(?1))").bind(JSON.stringify(ids)).first<{ n: number }>();
+    expect(deleted!.n).toBe(0);
 
     // Every scorer's value and metric_info on each record, as the stored result rows say.
     const stored = await db.prepare("SELECT id, metrics, metric_info FROM records WHERE project_id = ?1 AND id IN (SELECT value FROM json_each(?2))").bind(projectId, JSON.stringify(ids)).all<{ id: string; metrics: string; metric_info: string }>();
@@ -101,6 +107,6 @@ describe("the writes of scoring", () => {
     expect(await rewrites()).toEqual(first);
     const count = await db.prepare("SELECT count(*) AS n FROM evaluation_results WHERE project_id = ?1 AND record_id IN (SELECT value FROM json_each(?2))").bind(projectId, JSON.stringify(ids)).first<{ n: number }>();
     expect(count!.n).toBe(ids.length * PRESETS.length);
-    await db.batch([db.prepare("DROP TRIGGER test_count_record_rewrites")]);
+    await db.batch([db.prepare("DROP TRIGGER test_count_record_rewrites"), db.prepare("DROP TRIGGER test_count_metric_row_deletes")]);
   });
 });
