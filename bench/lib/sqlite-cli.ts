@@ -83,7 +83,8 @@ export function runSqlite(file: string, script: string, options: { timeoutMs?: n
 
 /** One query's rows as JSON objects (the shell's -json mode). */
 export async function queryJson<T = Record<string, unknown>>(file: string, statement: SqlStatement): Promise<T[]> {
-  const { stdout } = await runSqlite(file, `.parameter init\n.mode json\n${boundStatement(statement)}`);
+  // A busy timeout: the file may be written by the service beside (wrangler dev) at that moment.
+  const { stdout } = await runSqlite(file, `.timeout 10000\n.parameter init\n.mode json\n${boundStatement(statement)}`);
   const text = stdout.trim();
   return text === "" ? [] : (JSON.parse(text) as T[]);
 }

@@ -150,7 +150,7 @@ ON CONFLICT (scorer_id, day) DO UPDATE SET calls = calls + excluded.calls WHERE 
  * The cost: a steady stream gets at least 6/7 of the limit. One statement: atomic in D1.
  */
 export const PACE_SLOT_MS = 10_000;
-const PACE_SLOTS = 7;
+export const PACE_SLOTS = 7;
 const TAKE_PACE = `INSERT INTO judge_minute_calls (organization_id, integration, minute, calls)
 SELECT ?1, ?2, ?3, ?4 WHERE (SELECT coalesce(sum(calls), 0) FROM judge_minute_calls WHERE organization_id = ?1 AND integration = ?2 AND minute BETWEEN ?3 - ${PACE_SLOTS - 1} AND ?3) + ?4 <= ?5
 ON CONFLICT (organization_id, integration, minute) DO UPDATE SET calls = calls + excluded.calls

@@ -1,7 +1,7 @@
 /**
  * The worker's `scheduled` handler: the cron triggers of wrangler.toml. Every run, on every
  * database that holds records (the data shards and the catalog), purges what expired
- * (purge-expired.ts; in the catalog also the ids of logged-out tokens that expired) and the export files past their time (src/export/export-file-removal.ts), records each shard's size in the catalog (placement reads it), and queues
+ * (purge-expired.ts; in the catalog also the ids of logged-out tokens that expired, and the judges' call counters past their use) and the export files past their time (src/export/export-file-removal.ts), records each shard's size in the catalog (placement reads it), and queues
  * the erasure of records older than their project's retention (src/retention/schedule-expiry.ts).
  * The derived data (text index, metric cells, roll-up and cell backfills) is the upkeep's
  * (src/upkeep), which the writes start and every cron run backs up (src/index.ts).
@@ -13,6 +13,7 @@ import { purgeDeletedQueues } from "../annotation-queues/queue-deletion";
 import { pruneExpiredRevocations } from "../auth/logout-route";
 import { removeDueExportFiles } from "../export/export-file-removal";
 import { nowMicros } from "../db/client";
+import { purgeJudgeCounters } from "../evaluations/judge-counter-purge";
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { measureShardSizes } from "../shards/shard-sizes";
@@ -41,6 +42,13 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
     }
   }
   await pruneExpiredRevocations(env.DB).catch((error) => console.error(`maintenance: could not prune revoked token ids: ${error instanceof Error ? error.message : String(error)}`));
+  // The judges' pace and budget counters past what they are read for (src/evaluations/judge-counter-purge.ts).
+  try {
+    const counters = await purgeJudgeCounters(env.DB, scheduledTime);
+    if (!counters.complete) console.log(`maintenance: purged ${counters.slots} judge pace slots and ${counters.days} budget days; more remain for the next run`);
+  } catch (error) {
+    console.error(`maintenance: could not purge the judges' counters: ${error instanceof Error ? error.message : String(error)}`);
+  }
   // Deleted annotation queues (and queue templates) whose entries and ratings a request could not all remove.
   try {
     const queues = await purgeDeletedQueues(env);
