@@ -68,6 +68,28 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
  *   test may run dozens of command line processes.
  */
+/**
+ * Workers files that run in one shared workerd (`isolate: false`: Vitest hands a pool worker, and
+ * so the plugin's Miniflare, from one of these files to the next), instead of one workerd each.
+ * They share storage, queues and the worker's module state, so each one only reads and writes
+ * what it created itself (its own organizations, under ids no other file uses) and never counts
+ * or sweeps global state (every row of a table, every organization, the queues' messages, the
+ * shards' placement, scheduled sweeps over all organizations).
+ */
+const SHARED_WORKERD_FILES = [
+  "test/alerts-rules-unit.test.ts",
+  "test/annotation-aggregates-unit.test.ts",
+  "test/db-client-unit.test.ts",
+  "test/deletion-chunk-sizer-unit.test.ts",
+  "test/evaluations-presets-unit.test.ts",
+  "test/otlp-mapping-unit.test.ts",
+  "test/pricing-unit.test.ts",
+  "test/redaction-custom-patterns-unit.test.ts",
+  "test/redaction-detectors-unit.test.ts",
+  "test/search-compile-unit.test.ts",
+  "test/search-normalize-unit.test.ts",
+];
+
 export default defineConfig(async () => {
   // wrangler.toml's [assets] directory must exist before the workers pool reads the config, and
   // the browser tests need the page as the sources say it is: build it when it is missing or stale.
@@ -77,96 +99,8 @@ export default defineConfig(async () => {
   return {
     test: {
       projects: [
-        {
-          plugins: [
-            cloudflareTest({
-              wrangler: { configPath: "./wrangler.toml" },
-              miniflare: {
-                bindings: {
-                  TEST_MIGRATIONS: migrations,
-                  TEST_SHARD_MIGRATIONS: shardMigrations,
-                  TOKEN_SECRET: "test-token-secret-of-sufficient-length",
-                  // Requests per operation of test/openapi-fuzz.test.ts (`FUZZ_RUNS=500 npx vitest run test/openapi-fuzz.test.ts`).
-                  FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
-                  // The search tests run hundreds of scan-class searches for one organization back
-                  // to back, which the default 10% scan-time share (wrangler.toml) would rightly
-                  // refuse; test/organization-limits.test.ts checks that share with the default.
-                  ORG_SCAN_TIME_PERCENT: "100",
-                  // One page of 100 roots per export queue message: the tests' exports span several
-                  // messages, so the partial part is carried between them (test/export-url.test.ts).
-                  EXPORT_PAGES_PER_MESSAGE: "1",
-                  // A bound the test datasets reach, so that searches run both with the text index
-                  // and past its bound (the scan); test/text-index-search.test.ts checks both.
-                  TEXT_INDEX_MAX_CANDIDATES: "40",
-                  // Records a substring search may scan while the index lags past that bound: a
-                  // backlog written by SQL passes it (test/text-index-lag-bound.test.ts).
-                  TEXT_INDEX_LAG_SCAN_MAX_RECORDS: "3000",
-                  // Records a metrics request may scan: a backlog the test writes by SQL in seconds
-                  // passes it (test/metrics-scan-bound.test.ts); the other metrics tests stay under.
-                  METRICS_SCAN_MAX_RECORDS: "3000",
-                  // Channels may point at 127.0.0.1 (as under wrangler dev), and a failing delivery
-                  // gives up after its second attempt instead of retrying for 24 hours in the background.
-                  // The upkeep at once after each write, as before its coalescing: the suite's tests that
-                  // wait for derived data keep their timing; test/upkeep.test.ts sets the coalescing
-                  // itself where it tests it (src/upkeep/upkeep-pace.ts).
-                  UPKEEP_COALESCE_SECONDS: "0",
-                  ALERT_DESTINATIONS: "local",
-                  JUDGE_DESTINATIONS: "local",
-                  JUDGE_RETRY_DELAYS_SECONDS: "1",
-                  ALERT_RETRY_DELAYS_SECONDS: "1",
-                  ALERT_RETRY_FOR_SECONDS: "1",
-                },
-                // An empty database for the migration tests (test/migrations.test.ts), which apply
-                // the migrations step by step with data in between.
-                d1Databases: { MIGRATION_TEST_DB: "migration-test-db" },
-                // wrangler.toml's deletion consumer with max_retries 1 instead of 8, so that the
-                // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
-                queueConsumers: {
-                  "trace-store-deletions": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
-                  // Moves likewise: a move whose message fails twice is paused within seconds.
-                  "trace-store-moves": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-moves-dlq" },
-                  "trace-store-exports": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
-                  // wrangler.toml's upkeep consumer; max_batch_timeout 1 s as the others here.
-                  "trace-store-upkeep": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 10 },
-                  "trace-store-alerts": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
-                  "trace-store-alert-evaluations": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
-                  "trace-store-evaluations": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
-                },
-              },
-            }),
-          ],
-          test: {
-            name: "workers",
-            include: ["test/**/*.test.ts"],
-            exclude: ["test/node/**"],
-            setupFiles: ["./test/support/apply-migrations.ts"],
-            // The worker's dependencies bundled once per run (node_modules/.vite), so that each
-            // file's workerd loads a few files instead of 329 modules one fetch at a time (the
-            // comment above). Every entry that src/ or a workers test imports is listed: one left
-            // out would load a second, unbundled copy beside the bundle's (another class for
-            // instanceof, another module state).
-            deps: {
-              optimizer: {
-                ssr: {
-                  enabled: true,
-                  include: [
-                    "@hono/zod-openapi", "hono", "hono/jwt", "hono/http-exception", "drizzle-orm", "drizzle-orm/sqlite-core",
-                    "drizzle-orm/errors", "drizzle-orm/d1", "drizzle-orm/d1/session", "drizzle-orm/batch",
-                    "@bufbuild/protobuf", "@bufbuild/protobuf/codegenv2", "zod", "@cfworker/json-schema", "re2js",
-                    "@asteasolutions/zod-to-openapi", "@scalar/hono-api-reference", "fast-check", "standardwebhooks",
-                  ],
-                },
-              },
-            },
-            maxWorkers: 2,
-            sequence: { groupOrder: 0 },
-            // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
-            // machine a test of a few seconds took over 5 (test/search-operators.test.ts). Tests
-            // that measure time assert it themselves.
-            testTimeout: 20_000,
-            hookTimeout: 30_000,
-          },
-        },
+        workersProject({ name: "workers", include: ["test/**/*.test.ts"], exclude: ["test/node/**", ...SHARED_WORKERD_FILES], isolate: true }, migrations, shardMigrations),
+        workersProject({ name: "workers-shared", include: SHARED_WORKERD_FILES, exclude: [], isolate: false }, migrations, shardMigrations),
         {
           test: {
             name: "node",
@@ -188,3 +122,103 @@ export default defineConfig(async () => {
     },
   };
 });
+
+type Migrations = Awaited<ReturnType<typeof readD1Migrations>>;
+
+function workersProject(
+  { name, include, exclude, isolate }: { name: string; include: string[]; exclude: string[]; isolate: boolean },
+  migrations: Migrations,
+  shardMigrations: Migrations,
+) {
+  return {
+      plugins: [
+        cloudflareTest({
+          wrangler: { configPath: "./wrangler.toml" },
+          miniflare: {
+            bindings: {
+              TEST_MIGRATIONS: migrations,
+              TEST_SHARD_MIGRATIONS: shardMigrations,
+              TOKEN_SECRET: "test-token-secret-of-sufficient-length",
+              // Requests per operation of test/openapi-fuzz.test.ts (`FUZZ_RUNS=500 npx vitest run test/openapi-fuzz.test.ts`).
+              FUZZ_RUNS: process.env.FUZZ_RUNS ?? "",
+              // The search tests run hundreds of scan-class searches for one organization back
+              // to back, which the default 10% scan-time share (wrangler.toml) would rightly
+              // refuse; test/organization-limits.test.ts checks that share with the default.
+              ORG_SCAN_TIME_PERCENT: "100",
+              // One page of 100 roots per export queue message: the tests' exports span several
+              // messages, so the partial part is carried between them (test/export-url.test.ts).
+              EXPORT_PAGES_PER_MESSAGE: "1",
+              // A bound the test datasets reach, so that searches run both with the text index
+              // and past its bound (the scan); test/text-index-search.test.ts checks both.
+              TEXT_INDEX_MAX_CANDIDATES: "40",
+              // Records a substring search may scan while the index lags past that bound: a
+              // backlog written by SQL passes it (test/text-index-lag-bound.test.ts).
+              TEXT_INDEX_LAG_SCAN_MAX_RECORDS: "3000",
+              // Records a metrics request may scan: a backlog the test writes by SQL in seconds
+              // passes it (test/metrics-scan-bound.test.ts); the other metrics tests stay under.
+              METRICS_SCAN_MAX_RECORDS: "3000",
+              // Channels may point at 127.0.0.1 (as under wrangler dev), and a failing delivery
+              // gives up after its second attempt instead of retrying for 24 hours in the background.
+              // The upkeep at once after each write, as before its coalescing: the suite's tests that
+              // wait for derived data keep their timing; test/upkeep.test.ts sets the coalescing
+              // itself where it tests it (src/upkeep/upkeep-pace.ts).
+              UPKEEP_COALESCE_SECONDS: "0",
+              ALERT_DESTINATIONS: "local",
+              JUDGE_DESTINATIONS: "local",
+              JUDGE_RETRY_DELAYS_SECONDS: "1",
+              ALERT_RETRY_DELAYS_SECONDS: "1",
+              ALERT_RETRY_FOR_SECONDS: "1",
+            },
+            // An empty database for the migration tests (test/migrations.test.ts), which apply
+            // the migrations step by step with data in between.
+            d1Databases: { MIGRATION_TEST_DB: "migration-test-db" },
+            // wrangler.toml's deletion consumer with max_retries 1 instead of 8, so that the
+            // dead-letter path runs end to end in seconds (test/deletion-queue-integration.test.ts).
+            queueConsumers: {
+              "trace-store-deletions": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-deletions-dlq" },
+              // Moves likewise: a move whose message fails twice is paused within seconds.
+              "trace-store-moves": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 1, deadLetterQueue: "trace-store-moves-dlq" },
+              "trace-store-exports": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
+              // wrangler.toml's upkeep consumer; max_batch_timeout 1 s as the others here.
+              "trace-store-upkeep": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 10 },
+              "trace-store-alerts": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
+              "trace-store-alert-evaluations": { maxBatchSize: 1, maxBatchTimeout: 1, maxRetries: 2 },
+              "trace-store-evaluations": { maxBatchSize: 10, maxBatchTimeout: 1, maxRetries: 2 },
+            },
+          },
+        }),
+      ],
+      test: {
+        name,
+        include,
+        exclude,
+        isolate,
+        setupFiles: ["./test/support/apply-migrations.ts"],
+        // The worker's dependencies bundled once per run (node_modules/.vite), so that each
+        // file's workerd loads a few files instead of 329 modules one fetch at a time (the
+        // comment above). Every entry that src/ or a workers test imports is listed: one left
+        // out would load a second, unbundled copy beside the bundle's (another class for
+        // instanceof, another module state).
+        deps: {
+          optimizer: {
+            ssr: {
+              enabled: true,
+              include: [
+                "@hono/zod-openapi", "hono", "hono/jwt", "hono/http-exception", "drizzle-orm", "drizzle-orm/sqlite-core",
+                "drizzle-orm/errors", "drizzle-orm/d1", "drizzle-orm/d1/session", "drizzle-orm/batch",
+                "@bufbuild/protobuf", "@bufbuild/protobuf/codegenv2", "zod", "@cfworker/json-schema", "re2js",
+                "@asteasolutions/zod-to-openapi", "@scalar/hono-api-reference", "fast-check", "standardwebhooks",
+              ],
+            },
+          },
+        },
+        maxWorkers: 2,
+        sequence: { groupOrder: 0 },
+        // Vitest's 5 s (10 s for hooks) only catch a hang; with two files at a time on a busy
+        // machine a test of a few seconds took over 5 (test/search-operators.test.ts). Tests
+        // that measure time assert it themselves.
+        testTimeout: 20_000,
+        hookTimeout: 30_000,
+      },
+    };
+}
