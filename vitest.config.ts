@@ -131,6 +131,10 @@ const SHARED_WORKERD_FILES = [
   "test/security-headers.test.ts",
 ];
 
+// `TEST_ISOLATE_ALL=1 npx vitest run ...` runs every workers file in a workerd of its own again: to
+// tell whether a failure comes from sharing, and to measure what sharing saves.
+const sharedWorkerdFiles = process.env.TEST_ISOLATE_ALL === "1" ? [] : SHARED_WORKERD_FILES;
+
 export default defineConfig(async () => {
   // wrangler.toml's [assets] directory must exist before the workers pool reads the config, and
   // the browser tests need the page as the sources say it is: build it when it is missing or stale.
@@ -140,8 +144,8 @@ export default defineConfig(async () => {
   return {
     test: {
       projects: [
-        workersProject({ name: "workers", include: ["test/**/*.test.ts"], exclude: ["test/node/**", ...SHARED_WORKERD_FILES], isolate: true }, migrations, shardMigrations),
-        workersProject({ name: "workers-shared", include: SHARED_WORKERD_FILES, exclude: [], isolate: false }, migrations, shardMigrations),
+        workersProject({ name: "workers", include: ["test/**/*.test.ts"], exclude: ["test/node/**", ...sharedWorkerdFiles], isolate: true }, migrations, shardMigrations),
+        ...(sharedWorkerdFiles.length > 0 ? [workersProject({ name: "workers-shared", include: sharedWorkerdFiles, exclude: [], isolate: false }, migrations, shardMigrations)] : []),
         {
           test: {
             name: "node",
