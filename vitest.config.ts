@@ -74,10 +74,14 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   10.8-12.6: 14 small files 253 s wall, 127.5 CPU s in their own workerds against 89 s wall,
  *   48.2 CPU s shared (5.7 CPU s less per file); the 11 unit files 87 -> 30 CPU s (load 8). A
  *   file's own test time is unchanged by sharing (search-property 42 s shared, 39 s alone;
- *   filter-sizes 51 / 50, load 9-11). Expected in `npm test`: Vitest's setup 451 s -> about 200
- *   (the 36 isolated files keep theirs), about 130-170 s less wall, so `npm test` near 1,100 s at
- *   the last run's load: the target is still not met. `TEST_ISOLATE_ALL=1` gives every file its
- *   own workerd again (to tell a sharing failure from a real one).
+ *   filter-sizes 51 / 50, load 9-11; export-pages and openapi-fuzz took as long first in a fresh
+ *   workerd as after other files). The 68 together: 915 tests green, 583 s wall, 367 CPU s,
+ *   Vitest's setup 58.7 s for all 68 (load 7.4-11). Expected in `npm test`: Vitest's setup
+ *   451 s -> about 215 (the 36 isolated files keep theirs), about 130-170 s less wall, so
+ *   `npm test` near 1,100 s at the last run's load: the target is still not met.
+ *   `TEST_ISOLATE_ALL=1` gives every file its own workerd again (to tell a sharing failure from
+ *   a real one). The property tests' runs (8-25 per property, FUZZ_RUNS for openapi-fuzz) were
+ *   not changed: not measured this round, and fewer runs would cover less.
  * - What bounds the suite after this: the node files (admin-cli 202 s, start-demo 139, ui-browser
  *   111 of the last run: processes each test starts) and the long workers files, whose time is
  *   their tests' own (openapi-fuzz 61 s, export-pages 50, deletion-property 42). Not cut here:
