@@ -69,14 +69,18 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   same project when the project says `isolate: false` (its Pool keeps the runner while the next
  *   queued file is of the same non-isolated project; projects sort by name, so `workers-shared`'s
  *   files come last and each lane keeps one workerd for all of them). The worker's modules are
- *   then evaluated once per lane, not once per file. 68 of the 104 workers files run so
+ *   then evaluated once per lane, not once per file. 67 of the 104 workers files run so
  *   (SHARED_WORKERD_FILES below: what qualifies and what does not). Measured alone at load
  *   10.8-12.6: 14 small files 253 s wall, 127.5 CPU s in their own workerds against 89 s wall,
  *   48.2 CPU s shared (5.7 CPU s less per file); the 11 unit files 87 -> 30 CPU s (load 8). A
  *   file's own test time is unchanged by sharing (search-property 42 s shared, 39 s alone;
  *   filter-sizes 51 / 50, load 9-11; export-pages and openapi-fuzz took as long first in a fresh
  *   workerd as after other files). The 68 together: 915 tests green, 583 s wall, 367 CPU s,
- *   Vitest's setup 58.7 s for all 68 (load 7.4-11). Expected in `npm test`: Vitest's setup
+ *   Vitest's setup 58.7 s for all 68 (load 7.4-11). A second run of the 68 (longest first, load
+ *   9-12) FAILED: ingest (5 tests saw metrics they did not write: since isolated again),
+ *   delete-by-filter (20 s timeouts), otlp-routes and search-property (60 s limits), with D1
+ *   "Network connection lost" in the log: not yet explained; run the shared list several times
+ *   before relying on it. Expected in `npm test`: Vitest's setup
  *   451 s -> about 215 (the 36 isolated files keep theirs), about 130-170 s less wall, so
  *   `npm test` near 1,100 s at the last run's load: the target is still not met.
  *   `TEST_ISOLATE_ALL=1` gives every file its own workerd again (to tell a sharing failure from
@@ -163,7 +167,6 @@ const SHARED_WORKERD_FILES = [
   "test/metrics-answer-json.test.ts",
   "test/security-headers.test.ts",
   "test/columns.test.ts",
-  "test/ingest.test.ts",
   "test/ingest-limits.test.ts",
   "test/otlp-routes.test.ts",
   "test/redaction-ingest.test.ts",
