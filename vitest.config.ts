@@ -69,8 +69,8 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   same project when the project says `isolate: false` (its Pool keeps the runner while the next
  *   queued file is of the same non-isolated project; projects sort by name, so `workers-shared`'s
  *   files come last and each lane keeps one workerd for all of them). The worker's modules are
- *   then evaluated once per lane, not once per file. 67 of the 104 workers files run so
- *   (SHARED_WORKERD_FILES below: what qualifies and what does not). Measured alone at load
+ *   then evaluated once per lane, not once per file. The branch ran 67 of the 104 workers files so;
+ *   merged with the 11 unit files only (SHARED_WORKERD_FILES below: why, and the candidates). Measured alone at load
  *   10.8-12.6: 14 small files 253 s wall, 127.5 CPU s in their own workerds against 89 s wall,
  *   48.2 CPU s shared (5.7 CPU s less per file); the 11 unit files 87 -> 30 CPU s (load 8). A
  *   file's own test time is unchanged by sharing (search-property 42 s shared, 39 s alone;
@@ -113,6 +113,23 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * time window (organization-limits). A file that fails only when shared (`TEST_ISOLATE_ALL=1`
  * passes) belongs out of this list.
  */
+/*
+ * Only the pure unit files share, for now (lead, at merge, 2026-11-29): the branch shared 67, and
+ * its second run of them together failed (timeouts and D1 "Network connection lost", unexplained),
+ * so the suite would not be deterministic. The 56 candidates that only touch what they create,
+ * to add back a few at a time, each after several green runs of `npx vitest run --project
+ * workers-shared`: annotation-feedback, annotation-queues, annotation-ratings, annotation-search,
+ * annotation-templates, body-limits, body-values, cross-site-requests, d1-round-trips,
+ * database-errors, delete-by-filter, early-refusals, evaluations-judges, filter-sizes,
+ * future-dates, metrics-search, openapi-fuzz, otlp-deep-text, otlp-fuzz, password-limits, pricing,
+ * python-sdk-replay, python-sdk-routing, queue-search-filters, scan-classification,
+ * sdk-wire-format, search-count, search-isolation, search-operators, search-page-budget,
+ * search-projection, search-property, search-sort, search-validation, text-index-reads,
+ * token-secret, validation, export-record-json, metric-cell-coverage, metrics-answer-json,
+ * security-headers, columns, ingest-limits, otlp-routes, redaction-ingest, sdk-merge-property,
+ * tenancy, metrics-property, evaluations-api, deletion-api, sdk-streaming, parent-chains, export,
+ * export-pages, shard-schema, d1-meter.
+ */
 const SHARED_WORKERD_FILES = [
   "test/alerts-rules-unit.test.ts",
   "test/annotation-aggregates-unit.test.ts",
@@ -125,62 +142,6 @@ const SHARED_WORKERD_FILES = [
   "test/redaction-detectors-unit.test.ts",
   "test/search-compile-unit.test.ts",
   "test/search-normalize-unit.test.ts",
-  "test/annotation-feedback.test.ts",
-  "test/annotation-queues.test.ts",
-  "test/annotation-ratings.test.ts",
-  "test/annotation-search.test.ts",
-  "test/annotation-templates.test.ts",
-  "test/body-limits.test.ts",
-  "test/body-values.test.ts",
-  "test/cross-site-requests.test.ts",
-  "test/d1-round-trips.test.ts",
-  "test/database-errors.test.ts",
-  "test/delete-by-filter.test.ts",
-  "test/early-refusals.test.ts",
-  "test/evaluations-judges.test.ts",
-  "test/filter-sizes.test.ts",
-  "test/future-dates.test.ts",
-  "test/metrics-search.test.ts",
-  "test/openapi-fuzz.test.ts",
-  "test/otlp-deep-text.test.ts",
-  "test/otlp-fuzz.test.ts",
-  "test/password-limits.test.ts",
-  "test/pricing.test.ts",
-  "test/python-sdk-replay.test.ts",
-  "test/python-sdk-routing.test.ts",
-  "test/queue-search-filters.test.ts",
-  "test/scan-classification.test.ts",
-  "test/sdk-wire-format.test.ts",
-  "test/search-count.test.ts",
-  "test/search-isolation.test.ts",
-  "test/search-operators.test.ts",
-  "test/search-page-budget.test.ts",
-  "test/search-projection.test.ts",
-  "test/search-property.test.ts",
-  "test/search-sort.test.ts",
-  "test/search-validation.test.ts",
-  "test/text-index-reads.test.ts",
-  "test/token-secret.test.ts",
-  "test/validation.test.ts",
-  "test/export-record-json.test.ts",
-  "test/metric-cell-coverage.test.ts",
-  "test/metrics-answer-json.test.ts",
-  "test/security-headers.test.ts",
-  "test/columns.test.ts",
-  "test/ingest-limits.test.ts",
-  "test/otlp-routes.test.ts",
-  "test/redaction-ingest.test.ts",
-  "test/sdk-merge-property.test.ts",
-  "test/tenancy.test.ts",
-  "test/metrics-property.test.ts",
-  "test/evaluations-api.test.ts",
-  "test/deletion-api.test.ts",
-  "test/sdk-streaming.test.ts",
-  "test/parent-chains.test.ts",
-  "test/export.test.ts",
-  "test/export-pages.test.ts",
-  "test/shard-schema.test.ts",
-  "test/d1-meter.test.ts",
 ];
 
 // `TEST_ISOLATE_ALL=1 npx vitest run ...` runs every workers file in a workerd of its own again: to
