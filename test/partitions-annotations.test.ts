@@ -180,3 +180,47 @@ describe("annotations across partitions on two shards", () => {
     expect(refused.status).toBe(404);
   });
 });
+
+describe("annotation queues across partitions on two shards", () => {
+  it("adds by id and by filter, lists, counts, rates, reports progress and removes as for one partition", async () => {
+    const queueOf = async (side: Side) => {
+      const made = await fetchAs(tenant, {}, "/v2/annotation_queues", { name: { value: `q-${crypto.randomUUID()}` } });
+      expect(made.status, JSON.stringify(made.body)).toBe(200);
+      const qid = made.body.id as string;
+      const tpl = await fetchAs(tenant, {}, `/v2/annotation_queues/${qid}/templates`, { template: { name: "ok", constraints: { annotation_type: "like_dislike" } } });
+      expect(tpl.status, JSON.stringify(tpl.body)).toBe(200);
+      return { qid, tid: tpl.body.id as string, side };
+    };
+    const q = (path: string, body?: unknown, method?: string) => fetchAs(tenant, {}, `/v2/annotation_queues${path}`, body, method);
+    const run = async (side: Side) => {
+      const { qid, tid } = await queueOf(side);
+      const byIds = await q(`/${qid}/records`, { project_id: side.p.projectId, run_id: side.p.logStreamId, record_selector: { type: "record_ids", record_ids: [side.traces[4], side.traces[1]] } });
+      const byFilter = await q(`/${qid}/records`, { project_id: side.p.projectId, run_id: side.p.logStreamId, record_selector: { type: "filter_tree", record_type: "trace", filter_tree: { filter: { column_id: "name", operator: "one_of", value: ["t0", "t3", "t5", "t4"], type: "text" } } } });
+      const page = await q(`/${qid}/partial_search`, { limit: 3 });
+      const rest = await q(`/${qid}/partial_search`, { limit: 3, starting_token: 3 });
+      const count = await q(`/${qid}/records/count`, {});
+      const rated = await q(`/${qid}/records/${side.traces[5]}/rating?annotation_template_id=${tid}`, { rating: { annotation_type: "like_dislike", value: true } }, "PUT");
+      const one = await q(`/${qid}/records/${side.traces[5]}`);
+      const details = await q(`/${qid}/details`);
+      const unrated = await q(`/${qid}/records/${side.traces[5]}/rating?annotation_template_id=${tid}`, undefined, "DELETE");
+      const removed = await q(`/${qid}/records/remove`, { record_selector: { type: "record_ids", record_ids: [side.traces[4], side.traces[3]] } });
+      const after = await q(`/${qid}/records/count`, {});
+      const names = (answer: { body: { records: { name: string }[] } }) => answer.body.records.map((r) => r.name);
+      return {
+        added: [byIds.body, byFilter.body],
+        pages: [names(page), names(rest), rest.body.paginated],
+        count: count.body,
+        rated: [rated.status, rated.body?.rating, one.status, one.body?.name],
+        details: [details.status, details.body?.num_log_records ?? details.body?.records ?? null],
+        unrated: unrated.status,
+        removed: removed.body,
+        after: after.body,
+      };
+    };
+    const [a, b] = [await run(split), await run(single)];
+    expect(a).toEqual(b);
+    expect(a.count).toEqual({ count: 5 });
+    expect(a.rated[0]).toBe(200);
+    expect(a.removed).toEqual({ num_records_removed: 2 });
+  });
+});

@@ -76,3 +76,17 @@ export function readOnRecordShards(c: Context<AppEnv>, projectId: string, statem
     return results;
   });
 }
+
+/** readOnShard's statements on every shard holding a partition of the project: one result list per shard, the project's shard first. */
+export async function readOnEveryShard(c: Context<AppEnv>, projectId: string, statements: (db: D1Database) => D1PreparedStatement[]): Promise<D1Result[][]> {
+  return (await readOnRecordShards(c, projectId, (db) => statements(db))).map((a) => a.answer);
+}
+
+/**
+ * writeOnShard's statements, then (a project with partitions on other shards) the same on each of
+ * those, in parallel: for statements that touch only the records a shard holds (a queue's entries
+ * added or removed by id), so each record is written once, on its own shard.
+ */
+export function writeOnEveryShard(c: Context<AppEnv>, projectId: string, statements: (db: D1Database) => D1PreparedStatement[]): Promise<D1Result[][]> {
+  return writeWhereRecordsLive(c, projectId, statements, () => statements);
+}

@@ -121,3 +121,8 @@ export async function onOtherPartitionShards<T>(c: Context<AppEnv>, projectId: s
   const others = otherShardsOf(partitions, route.shard);
   return Promise.all(others.map((partition) => onProjectShard(c, projectId, mode, work, { shardOf: shardOfPartition(c.env, partition) })));
 }
+
+/** Whether the project has partitions on more than one shard (from the 4 s cache, usually no round trip). */
+export async function spansShards(c: Context<AppEnv>, projectId: string): Promise<boolean> {
+  return new Set((await projectPartitions(c.env, projectId)).map((p) => p.shard)).size > 1;
+}
