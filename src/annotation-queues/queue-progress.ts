@@ -9,7 +9,7 @@
  */
 import type { Context } from "hono";
 import type { AppEnv } from "../http/app-env";
-import { readOnShard } from "../annotations/annotation-shard";
+import { readOnEveryShard } from "../annotations/annotation-shard";
 import { aggregateOf } from "../annotations/record-feedback";
 import type { TemplateDefinition } from "../annotations/template-store";
 
@@ -76,14 +76,17 @@ export interface QueueProgress {
 /** How many records the queue holds, and how many each user annotated fully. */
 export async function queueProgress(c: Context<AppEnv>, scope: QueueScope): Promise<QueueProgress> {
   const ids = templateIds(scope);
-  const perProject = await Promise.all(
-    scope.projects.map((projectId) =>
-      readOnShard(c, projectId, (db) => [
-        db.prepare(ENTRIES_COUNT).bind(scope.queueId, projectId),
-        ...(scope.templates.length > 0 ? [db.prepare(ANNOTATED_BY).bind(scope.queueId, projectId, ids)] : []),
-      ]),
-    ),
-  );
+  // Every shard holding a partition of each project: an entry lives beside its record (docs/partitions.md).
+  const perProject = (
+    await Promise.all(
+      scope.projects.map((projectId) =>
+        readOnEveryShard(c, projectId, (db) => [
+          db.prepare(ENTRIES_COUNT).bind(scope.queueId, projectId),
+          ...(scope.templates.length > 0 ? [db.prepare(ANNOTATED_BY).bind(scope.queueId, projectId, ids)] : []),
+        ]),
+      ),
+    )
+  ).flat();
   const progress: QueueProgress = { records: 0, annotatedBy: new Map() };
   for (const [count, annotated] of perProject) {
     progress.records += Number((count?.results[0] as { n: number } | undefined)?.n ?? 0);
@@ -131,16 +134,16 @@ export async function queueDetails(c: Context<AppEnv>, scope: QueueScope) {
   const perProject =
     scope.templates.length === 0
       ? []
-      : await Promise.all(
+      : (await Promise.all(
           scope.projects.map((projectId) =>
-            readOnShard(c, projectId, (db) => [
+            readOnEveryShard(c, projectId, (db) => [
               db.prepare(ENTRIES_COUNT).bind(scope.queueId, projectId),
               db.prepare(FULLY_ANNOTATED).bind(scope.queueId, projectId, ids, annotators),
               db.prepare(RATING_COUNTS).bind(scope.queueId, projectId, ids, textIds),
               db.prepare(AGREEMENT_BUCKETS).bind(scope.queueId, projectId, kinds),
             ]),
           ),
-        );
+        )).flat();
   let records = 0;
   let fully = 0;
   // template -> annotator -> value (JSON text) -> count

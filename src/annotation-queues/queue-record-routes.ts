@@ -26,7 +26,8 @@ import type { Router } from "../http/create-router";
 import { RequestValidationError, notFound } from "../http/errors";
 import { onProjectShard, ProjectNotOnShardError } from "../shards/project-shard";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
-import { readOnShard, writeOnShard } from "../annotations/annotation-shard";
+import { onProjectReadShards, spansShards } from "../partitions/read-shards";
+import { readOnEveryShard, writeOnEveryShard, writeOnShard, writeWhereRecordsLive } from "../annotations/annotation-shard";
 import { checkRating, isFault, MAX_TEXT_RATING } from "../annotations/rating-values";
 import type { RecordFamily } from "../columns/standard-columns";
 import { ANNOTATION_TYPES } from "../db/schema";
@@ -130,8 +131,8 @@ function selectorFilter(filterTree: unknown, family: RecordFamily): FilterNode {
 
 /** Which of these ids the queue already lists from its other projects (a record id is listed once). */
 async function listedElsewhere(c: Context<AppEnv>, queueId: string, others: readonly string[], ids: readonly string[]): Promise<Set<string>> {
-  const found = await Promise.all(others.map((projectId) => readOnShard(c, projectId, (db) => [listedIdsStatement(db, queueId, projectId, ids)])));
-  return new Set(found.flatMap(([result]) => idsOf(result)));
+  const found = await Promise.all(others.map((projectId) => readOnEveryShard(c, projectId, (db) => [listedIdsStatement(db, queueId, projectId, ids)])));
+  return new Set(found.flat().flatMap(([result]) => idsOf(result)));
 }
 
 /**
@@ -142,14 +143,19 @@ async function addIds(c: Context<AppEnv>, queueId: string, projectId: string, ru
   const skip = others.length > 0 ? await listedElsewhere(c, queueId, others, ids) : new Set<string>();
   const fresh = ids.filter((id) => !skip.has(id));
   if (fresh.length === 0) return 0;
-  const [added] = await writeOnShard(c, projectId, (db) => [addIdsStatement(db, queueId, projectId, runId, fresh, firstSeq, nowMicros())]);
-  return idsOf(added).length;
+  // Each shard holding a partition inserts the ids of the records it holds (docs/partitions.md, "Annotations").
+  const answers = await writeOnEveryShard(c, projectId, (db) => [addIdsStatement(db, queueId, projectId, runId, fresh, firstSeq, nowMicros())]);
+  return answers.reduce((sum, [added]) => sum + idsOf(added).length, 0);
 }
 
 /** Reads the next chunk of the run's matches, in native order after `after`. */
 async function matchesChunk(c: Context<AppEnv>, projectId: string, runId: string, family: RecordFamily, filter: FilterNode, after: KeysetCursor | null, limit: number) {
-  const [rows] = await readOnShard(c, projectId, (db) => [filterChunkStatement(db, projectId, runId, family, filter, after, limit)]);
-  return (rows?.results ?? []) as { id: string; created_at: number }[];
+  // Every shard holding a partition answers its first `limit` after the cursor: merged in the same
+  // native order (created_at, then id, descending), the first `limit` are the project's.
+  const answers = await readOnEveryShard(c, projectId, (db) => [filterChunkStatement(db, projectId, runId, family, filter, after, limit)]);
+  const rows = answers.flatMap(([found]) => (found?.results ?? []) as { id: string; created_at: number }[]);
+  if (answers.length > 1) rows.sort((a, b) => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+  return rows.slice(0, limit);
 }
 
 /**
@@ -188,7 +194,11 @@ const MAX_ADD_PAUSE_MS = 50;
 /** The queue's record with this id: the project that lists it, if any. */
 async function projectListing(c: Context<AppEnv>, queueId: string, recordId: string): Promise<string | undefined> {
   const projects = await queueProjects(c.env.DB, queueId);
-  const found = await Promise.all(projects.map((projectId) => readOnShard(c, projectId, (db) => [listedIdsStatement(db, queueId, projectId, [recordId])]).then(([result]) => (idsOf(result).length > 0 ? projectId : undefined))));
+  const found = await Promise.all(
+    projects.map((projectId) =>
+      readOnEveryShard(c, projectId, (db) => [listedIdsStatement(db, queueId, projectId, [recordId])]).then((answers) => (answers.some(([result]) => idsOf(result).length > 0) ? projectId : undefined)),
+    ),
+  );
   return found.find((p) => p !== undefined);
 }
 
@@ -247,7 +257,7 @@ export function registerAnnotationQueueRecords(app: Router): void {
       for (let start = 0; start < ids.length; start += size) {
         added += await paced(() => addIds(c, queue.id, input.project_id, input.run_id, others, ids.slice(start, start + size), firstSeq + start));
       }
-    } else if (others.length === 0) {
+    } else if (others.length === 0 && !(await spansShards(c, input.project_id))) {
       // One D1 call a chunk: its matches inserted, and its last key for the next one.
       let after: KeysetCursor | null = null;
       let seq = 0;
@@ -267,7 +277,9 @@ export function registerAnnotationQueueRecords(app: Router): void {
         after = chunk.last;
       }
     } else {
-      // Several projects: a chunk's ids are read first, to be checked on the other projects' shards.
+      // Several projects, or a project whose partitions sit on several shards: a chunk's ids are
+      // read first (merged across its shards), checked on the other projects' shards, then added
+      // on the shards that hold them.
       let after: KeysetCursor | null = null;
       const size = addChunkSize(QUEUE_LIMITS.maxRecordsPerAdd, others.length + 3);
       for (let seen = 0; seen < QUEUE_LIMITS.maxRecordsPerAdd; ) {
@@ -298,20 +310,27 @@ export function registerAnnotationQueueRecords(app: Router): void {
           const ids = [...new Set(selector.record_ids)];
           for (let start = 0; start < ids.length; start += ENTRY_CHUNK) {
             if (start > 0) await yieldToEventLoop();
-            const [result] = await writeOnShard(c, projectId, (db) => [removeIdsStatement(db, queue.id, projectId, ids.slice(start, start + ENTRY_CHUNK))]);
-            n += idsOf(result).length;
+            // Each shard holding a partition removes the entries of the records it holds.
+            const answers = await writeOnEveryShard(c, projectId, (db) => [removeIdsStatement(db, queue.id, projectId, ids.slice(start, start + ENTRY_CHUNK))]);
+            for (const [result] of answers) n += idsOf(result).length;
           }
           return n;
         }
-        // By filter: ENTRY_CHUNK a statement until a chunk comes back short.
+        // By filter: ENTRY_CHUNK a statement until a chunk comes back short; the filter's
+        // annotation columns bound on the project's shard first (its templates live there).
+        await onProjectShard(c, projectId, "read", ({ db }) => bindAnnotationColumns(db, projectId, { filter, sort: null } as unknown as SearchQuery));
         for (let chunk = 0; chunk * ENTRY_CHUNK < QUEUE_LIMITS.maxRecordsPerAdd; chunk++) {
           if (chunk > 0) await yieldToEventLoop();
-          const removedNow = await onProjectShard(c, projectId, "write", async ({ db }) => {
-            await bindAnnotationColumns(db, projectId, { filter, sort: null } as unknown as SearchQuery);
-            return idsOf(await removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, filter!, ENTRY_CHUNK).run()).length;
-          });
-          n += removedNow;
-          if (removedNow < ENTRY_CHUNK) break;
+          // On the project's shard, then (partitions elsewhere) on each other shard holding one.
+          const answers = await writeWhereRecordsLive(
+            c,
+            projectId,
+            (db) => [removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, filter!, ENTRY_CHUNK)],
+            () => (db) => [removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, filter!, ENTRY_CHUNK)],
+          );
+          const counts = answers.map(([result]) => idsOf(result).length);
+          n += counts.reduce((a, b) => a + b, 0);
+          if (counts.every((removedNow) => removedNow < ENTRY_CHUNK)) break;
         }
         return n;
       }),
@@ -325,9 +344,10 @@ export function registerAnnotationQueueRecords(app: Router): void {
     const queue = await queueFor(c.env.DB, c.get("principal"), queue_id, "read");
     const filter = input.filter_tree === undefined || input.filter_tree === null ? null : { family: input.record_type, node: selectorFilter(input.filter_tree, input.record_type) };
     const projects = await queueProjects(c.env.DB, queue.id);
+    // Each project on every shard holding one of its partitions: an entry lives beside its record.
     const counts = await Promise.all(
       projects.map((projectId) =>
-        onProjectShard(c, projectId, "read", async ({ db }) => {
+        onProjectReadShards(c, projectId, async ({ db }) => {
           if (filter) await bindAnnotationColumns(db, projectId, { filter: filter.node, sort: null } as unknown as SearchQuery);
           const [state, result] = await db.batch([projectStateStatement(db, projectId), countMatchingStatement(db, queue.id, projectId, filter)]);
           if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
@@ -335,7 +355,7 @@ export function registerAnnotationQueueRecords(app: Router): void {
         }),
       ),
     );
-    return c.json({ count: counts.reduce((a, b) => a + b, 0) }, 200);
+    return c.json({ count: counts.flat().reduce((sum, a) => sum + a.answer, 0) }, 200);
   });
 
   app.openapi(routes.search, async (c) => {
@@ -380,10 +400,10 @@ export function registerAnnotationQueueRecords(app: Router): void {
     const projectId = await projectListing(c, queue.id, record_id);
     if (!projectId) throw notFound("Record");
     const params = [queue.id, projectId, record_id, template.id, principal.userId] as const;
-    const [written, read] = await writeOnShard(c, projectId, (db) => [
-      db.prepare(RATE).bind(...params, checked.json, checked.num, input.explanation ?? null, nowMicros()),
-      db.prepare(READ_RATING).bind(...params),
-    ]);
+    // The entry and its record are on the record's partition's shard: the project's first, then the others.
+    const rate = (db: D1Database) => [db.prepare(RATE).bind(...params, checked.json, checked.num, input.explanation ?? null, nowMicros()), db.prepare(READ_RATING).bind(...params)];
+    const answers = await writeWhereRecordsLive(c, projectId, rate, ([written]) => ((written?.results.length ?? 0) > 0 ? null : rate));
+    const [written, read] = answers.find(([w]) => (w?.results.length ?? 0) > 0) ?? [];
     const row = (read?.results ?? [])[0] as { value: string; explanation: string | null; created_at: number; annotator_id: string } | undefined;
     if ((written?.results.length ?? 0) === 0 || !row) throw notFound("Record");
     return c.json(
@@ -399,8 +419,9 @@ export function registerAnnotationQueueRecords(app: Router): void {
     const queue = await queueFor(c.env.DB, principal, queue_id, "record_annotation");
     const projectId = await projectListing(c, queue.id, record_id);
     if (!projectId) throw notFound("Rating");
-    const [deleted] = await writeOnShard(c, projectId, (db) => [db.prepare(UNRATE).bind(queue.id, projectId, record_id, annotation_template_id, principal.userId)]);
-    if ((deleted?.results.length ?? 0) === 0) throw notFound("Rating");
+    const unrate = (db: D1Database) => [db.prepare(UNRATE).bind(queue.id, projectId, record_id, annotation_template_id, principal.userId)];
+    const answers = await writeWhereRecordsLive(c, projectId, unrate, ([deleted]) => ((deleted?.results.length ?? 0) > 0 ? null : unrate));
+    if (!answers.some(([deleted]) => (deleted?.results.length ?? 0) > 0)) throw notFound("Rating");
     return c.json({ message: "The rating was removed." }, 200);
   });
 

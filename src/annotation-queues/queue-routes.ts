@@ -12,7 +12,7 @@ import { commonErrorResponses, ErrorDetail } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { ApiError, RequestValidationError, notFound } from "../http/errors";
 import type { ValidationErrorItem } from "../http/validation-errors";
-import { readOnShard } from "../annotations/annotation-shard";
+import { readOnEveryShard } from "../annotations/annotation-shard";
 import { progressFields, queueProgress, type QueueScope } from "./queue-progress";
 import { purgeQueue, QUEUE_DELETION } from "./queue-deletion";
 import {
@@ -370,15 +370,15 @@ async function templateUsage(c: Context<AppEnv>, queueId: string, templateIds: r
   const usage = new Map<string, number>();
   if (templateIds.length === 0) return usage;
   const projects = await queueProjects(c.env.DB, queueId);
-  const counts = await Promise.all(
+  const counts = (await Promise.all(
     projects.map((projectId) =>
-      readOnShard(c, projectId, (db) => [
+      readOnEveryShard(c, projectId, (db) => [
         db
           .prepare("SELECT template_id, count(*) AS n FROM annotation_ratings WHERE template_id IN (SELECT value FROM json_each(?2)) AND project_id = ?1 GROUP BY template_id")
           .bind(projectId, JSON.stringify(templateIds)),
       ]),
     ),
-  );
+  )).flat();
   for (const [result] of counts) for (const row of rows<{ template_id: string; n: number }>(result)) usage.set(row.template_id, (usage.get(row.template_id) ?? 0) + row.n);
   return usage;
 }

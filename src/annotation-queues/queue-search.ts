@@ -14,7 +14,8 @@ import { type SQL, sql } from "drizzle-orm";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { Context } from "hono";
 import type { AppEnv } from "../http/app-env";
-import { onProjectShard, ProjectNotOnShardError } from "../shards/project-shard";
+import { ProjectNotOnShardError } from "../shards/project-shard";
+import { onProjectReadShards } from "../partitions/read-shards";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { aggregateOf, feedbackJsonSql, recordFeedback } from "../annotations/record-feedback";
 import type { TemplateDefinition } from "../annotations/template-store";
@@ -78,9 +79,11 @@ export interface QueuePage {
  */
 export async function queuePage(c: Context<AppEnv>, scope: QueueScope, query: SearchQuery, recordId: string | null = null): Promise<QueuePage> {
   const want = query.offset + query.limit + 1;
+  // Each project on every shard holding one of its partitions (an entry lives beside its record:
+  // docs/partitions.md, "Annotations"); seqs are the queue's, so the shards' entries merge by seq.
   const firsts = await Promise.all(
     scope.projects.map((projectId) =>
-      onProjectShard(c, projectId, "read", async ({ db }) => {
+      onProjectReadShards(c, projectId, async ({ db }) => {
         await bindAnnotationColumns(db, projectId, query, { templates: scope.templates, annotators: scope.annotators });
         const one = phaseOne(scope.queueId, projectId, query.filter, want, recordId);
         const [state, seqs] = await db.batch([projectStateStatement(db, projectId), db.prepare(one.sql).bind(one.param)]);
@@ -89,7 +92,7 @@ export async function queuePage(c: Context<AppEnv>, scope: QueueScope, query: Se
       }),
     ),
   );
-  const merged = firsts.flat().sort((a, b) => a.seq - b.seq);
+  const merged = firsts.flat().flatMap((a) => a.answer).sort((a, b) => a.seq - b.seq);
   const page = merged.slice(query.offset, query.offset + query.limit);
   const paginated = merged.length > query.offset + query.limit;
   const names = columnsFor(query);
@@ -98,13 +101,15 @@ export async function queuePage(c: Context<AppEnv>, scope: QueueScope, query: Se
   for (const entry of page) byProject.set(entry.projectId, [...(byProject.get(entry.projectId) ?? []), entry.seq]);
   const rows = (
     await Promise.all(
-      [...byProject].map(([projectId, seqs]) =>
-        onProjectShard(c, projectId, "read", async ({ db }) => {
-          const two = phaseTwo(scope.queueId, projectId, seqs, names, scope.templates.map((t) => t.id));
-          const [state, found] = await db.batch([projectStateStatement(db, projectId), db.prepare(two.sql).bind(two.param)]);
-          if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
-          return (found?.results ?? []) as StoredRow[];
-        }),
+      [...byProject].map(async ([projectId, seqs]) =>
+        (
+          await onProjectReadShards(c, projectId, async ({ db }) => {
+            const two = phaseTwo(scope.queueId, projectId, seqs, names, scope.templates.map((t) => t.id));
+            const [state, found] = await db.batch([projectStateStatement(db, projectId), db.prepare(two.sql).bind(two.param)]);
+            if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
+            return (found?.results ?? []) as StoredRow[];
+          })
+        ).flatMap((a) => a.answer),
       ),
     )
   )

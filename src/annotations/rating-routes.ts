@@ -13,7 +13,7 @@ import type { AppEnv } from "../http/app-env";
 import { commonErrorResponses, ProjectIdParam, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError, notFound } from "../http/errors";
-import { readOnShard, writeOnShard } from "./annotation-shard";
+import { readOnRecordShards, readOnShard, writeWhereRecordsLive } from "./annotation-shard";
 import { deleteRatingsStatement, type RatingTarget, ratingShape, ratingStatement, type RecordFamilyFilter, type StoredRating, upsertRatingsStatement } from "./rating-store";
 import { checkRating, isFault, MAX_TEXT_RATING } from "./rating-values";
 import { cachedDefinitions, rememberDefinitions } from "./template-definitions";
@@ -138,21 +138,35 @@ function registerRatingRoutes(app: Router, routes: typeof recordRoutes, family: 
     const checked = checkRating(template, body.rating, ["body", "rating"]);
     if (isFault(checked)) throw new RequestValidationError([checked]);
     const rated = target(c, params.project_id, params.template_id, idOf(params), family);
-    const [written, read] = await writeOnShard(c, params.project_id, (db) => [
-      upsertRatingsStatement(db, rated, checked, body.explanation ?? null, nowMicros()),
-      ratingStatement(db, rated),
-    ]);
-    const row = (read?.results ?? [])[0] as StoredRating | undefined;
-    if ((written?.results.length ?? 0) === 0 || !row) throw notFound(`${what} or annotation template`);
+    // The record's partition may sit on another shard than the project's (docs/partitions.md,
+    // "Annotations"): asked there only when the project's shard did not hold it and found the
+    // template live (its third statement), so a deleted template takes no rating anywhere.
+    const answers = await writeWhereRecordsLive(
+      c,
+      params.project_id,
+      (db) => [upsertRatingsStatement(db, rated, checked, body.explanation ?? null, nowMicros()), ratingStatement(db, rated), templateStatement(db, params.project_id, params.template_id, false)],
+      ([written, , live]) => {
+        if ((written?.results.length ?? 0) > 0 || (live?.results.length ?? 0) === 0) return null;
+        const elsewhere = { ...rated, templateLiveElsewhere: true };
+        return (db) => [upsertRatingsStatement(db, elsewhere, checked, body.explanation ?? null, nowMicros()), ratingStatement(db, elsewhere)];
+      },
+    );
+    const where = answers.find(([written]) => (written?.results.length ?? 0) > 0);
+    const row = (where?.[1]?.results ?? [])[0] as StoredRating | undefined;
+    if (!row) throw notFound(`${what} or annotation template`);
     return c.json(ratingShape(template.annotationType, row) as never, 200);
   });
 
   app.openapi(routes.get, async (c) => {
     const params = c.req.valid("param") as { project_id: string; template_id: string; record_id?: string; trace_id?: string };
     const rated = target(c, params.project_id, params.template_id, idOf(params), family);
-    const [read, templates] = await readOnShard(c, params.project_id, (db) => [ratingStatement(db, rated), templateStatement(db, params.project_id, params.template_id, false)]);
-    const row = (read?.results ?? [])[0] as StoredRating | undefined;
-    const template = (templates?.results ?? [])[0] as TemplateRow | undefined;
+    // Every shard holding a partition (the record's is one of them), in parallel; the template's
+    // liveness is read on the project's own shard, where templates live.
+    const answers = await readOnRecordShards(c, params.project_id, (db, home) =>
+      home ? [ratingStatement(db, rated), templateStatement(db, params.project_id, params.template_id, false)] : [ratingStatement(db, { ...rated, templateLiveElsewhere: true })],
+    );
+    const row = answers.flatMap((a) => (a.answer[0]?.results ?? []) as StoredRating[])[0];
+    const template = (answers.find((a) => a.home)!.answer[1]?.results ?? [])[0] as TemplateRow | undefined;
     if (!row || !template) throw notFound("Rating");
     return c.json(ratingShape(template.annotation_type, row) as never, 200);
   });
@@ -160,8 +174,10 @@ function registerRatingRoutes(app: Router, routes: typeof recordRoutes, family: 
   app.openapi(routes.delete, async (c) => {
     const params = c.req.valid("param") as { project_id: string; template_id: string; record_id?: string; trace_id?: string };
     const rated = target(c, params.project_id, params.template_id, idOf(params), family);
-    const [deleted] = await writeOnShard(c, params.project_id, (db) => [deleteRatingsStatement(db, rated)]);
-    if ((deleted?.results.length ?? 0) === 0) throw notFound("Rating");
+    const answers = await writeWhereRecordsLive(c, params.project_id, (db) => [deleteRatingsStatement(db, rated)], ([deleted]) =>
+      (deleted?.results.length ?? 0) > 0 ? null : (db) => [deleteRatingsStatement(db, rated)],
+    );
+    if (!answers.some(([deleted]) => (deleted?.results.length ?? 0) > 0)) throw notFound("Rating");
     return c.json({ message: "The rating was removed." }, 200);
   });
 }
@@ -187,18 +203,31 @@ export function registerAnnotationRatings(app: Router): void {
     });
     const runnable = planned.filter((p) => !("failure" in p));
     const now = nowMicros();
-    const results =
+    const statementsOf = (db: D1Database, live: ReadonlySet<string> | null) =>
+      runnable.map((p) => {
+        const templateLiveElsewhere = live !== null;
+        const rated: RatingTarget = { projectId: project_id, templateId: p.operation.annotation_template_id, annotatorId, recordIds: traces, family: "trace", templateLiveElsewhere };
+        if (p.operation.operation_type === "create" && "checked" in p && p.checked) {
+          // On another shard, a create whose template is not live on the project's writes nothing.
+          return upsertRatingsStatement(db, live && !live.has(rated.templateId) ? { ...rated, recordIds: [] } : rated, p.checked, p.operation.explanation ?? null, now);
+        }
+        return deleteRatingsStatement(db, rated);
+      });
+    // Each trace is in one partition: the project's shard first (with its live templates), then
+    // every other shard holding a partition, for all the traces (each writes only its own).
+    const answers =
       runnable.length === 0
         ? []
-        : await writeOnShard(c, project_id, (db) =>
-            runnable.map((p) => {
-              const rated: RatingTarget = { projectId: project_id, templateId: p.operation.annotation_template_id, annotatorId, recordIds: traces, family: "trace" };
-              return p.operation.operation_type === "create" && "checked" in p && p.checked
-                ? upsertRatingsStatement(db, rated, p.checked, p.operation.explanation ?? null, now)
-                : deleteRatingsStatement(db, rated);
-            }),
+        : await writeWhereRecordsLive(
+            c,
+            project_id,
+            (db) => [...statementsOf(db, null), listTemplatesStatement(db, project_id, false)],
+            (homeResults) => {
+              const live = new Set(((homeResults[runnable.length]?.results ?? []) as TemplateRow[]).map((t) => t.id));
+              return (db) => statementsOf(db, live);
+            },
           );
-    const touched = new Map(runnable.map((p, i) => [p.index, new Set(((results[i]?.results ?? []) as { record_id: string }[]).map((r) => r.record_id))]));
+    const touched = new Map(runnable.map((p, i) => [p.index, new Set(answers.flatMap((results) => ((results[i]?.results ?? []) as { record_id: string }[]).map((r) => r.record_id)))]));
     const items = selector.traces.flatMap((trace, index) =>
       planned.map((p) => {
         const done = touched.get(p.index);

@@ -11,7 +11,11 @@ import type { CheckedRating } from "./rating-values";
 export type RecordFamilyFilter = "trace" | null;
 
 const RECORD_OF_PROJECT = `r.project_id = ?1 AND r.id IN (SELECT value FROM json_each(?4)) AND (?9 IS NULL OR r.record_type = ?9)`;
-const LIVE_TEMPLATE = `EXISTS (SELECT 1 FROM annotation_templates AS t WHERE t.id = ?2 AND t.project_id = ?1 AND t.deleted_at IS NULL)`;
+/**
+ * ?10 = 1: the template was found live on the project's own shard in the round trip before (a
+ * record in a partition on another shard, where the project's templates are not: docs/partitions.md).
+ */
+const LIVE_TEMPLATE = `(?10 = 1 OR EXISTS (SELECT 1 FROM annotation_templates AS t WHERE t.id = ?2 AND t.project_id = ?1 AND t.deleted_at IS NULL))`;
 
 const UPSERT = `
 INSERT INTO annotation_ratings (record_rid, template_id, annotator_id, project_id, record_id, family_key, record_created_at, value, num_value, explanation, created_at, updated_at)
@@ -32,13 +36,15 @@ export interface RatingTarget {
   annotatorId: string;
   recordIds: readonly string[];
   family: RecordFamilyFilter;
+  /** The template was found live on the project's own shard (this write or read is on another). */
+  templateLiveElsewhere?: boolean;
 }
 
 /** Creates or replaces the annotator's rating on each record; RETURNING the ids rated. */
 export function upsertRatingsStatement(db: D1Database, target: RatingTarget, rating: CheckedRating, explanation: string | null, now: number): D1PreparedStatement {
   return db
     .prepare(UPSERT)
-    .bind(target.projectId, target.templateId, target.annotatorId, JSON.stringify(target.recordIds), rating.json, rating.num, explanation, now, target.family);
+    .bind(target.projectId, target.templateId, target.annotatorId, JSON.stringify(target.recordIds), rating.json, rating.num, explanation, now, target.family, target.templateLiveElsewhere ? 1 : 0);
 }
 
 /** Removes the annotator's rating on each record; RETURNING the ids whose rating went. */
@@ -61,7 +67,7 @@ export function ratingStatement(db: D1Database, target: RatingTarget): D1Prepare
        JOIN annotation_ratings AS a ON a.record_rid = r.rid AND a.template_id = ?2 AND a.annotator_id = ?3
        WHERE ${RECORD_OF_PROJECT} AND ${LIVE_TEMPLATE}`,
     )
-    .bind(target.projectId, target.templateId, target.annotatorId, JSON.stringify(target.recordIds), null, null, null, null, target.family);
+    .bind(target.projectId, target.templateId, target.annotatorId, JSON.stringify(target.recordIds), null, null, null, null, target.family, target.templateLiveElsewhere ? 1 : 0);
 }
 
 export function ratingShape(annotationType: string, row: StoredRating) {

@@ -6,8 +6,9 @@
  * a maintained counter: the aggregates are as exact as the rows, whatever ratings ran
  * concurrently (docs/annotations.md, "Aggregates and agreement").
  *
- * The page statement carries each record's ratings as one JSON column (RATINGS_JSON), joined to
- * the live templates only, so a deleted template's ratings never show while they are purged.
+ * The page statement carries each record's ratings as one JSON column (RATINGS_JSON); only the
+ * live templates' show (recordFeedback takes the live ones), so a deleted template's ratings never
+ * show while they are purged.
  */
 import type { AnnotationType } from "../db/schema";
 import type { TemplateDefinition } from "./template-store";
@@ -15,10 +16,14 @@ import type { TemplateDefinition } from "./template-store";
 /**
  * SQL: the ratings of the record whose row key is `ridExpression`, as a JSON array of
  * [template_id, annotator_id, value (JSON text), explanation]. Served by the ratings' primary key.
+ * Not joined to the templates: a record in a partition on another shard has its ratings there but
+ * the project's templates on the project's shard (docs/partitions.md, "Annotations"), so the
+ * ratings of templates not live (deleted, being purged) are dropped by recordFeedback, which
+ * takes the live templates read on the project's shard.
  */
 export function ratingsJsonSql(ridExpression: string): string {
   return feedbackJsonSql(
-    `(SELECT json_group_array(json_array("fa"."template_id", "fa"."annotator_id", "fa"."value", "fa"."explanation")) FROM "annotation_ratings" AS "fa" JOIN "annotation_templates" AS "ft" ON "ft"."id" = "fa"."template_id" AND "ft"."deleted_at" IS NULL WHERE "fa"."record_rid" = ${ridExpression})`,
+    `(SELECT json_group_array(json_array("fa"."template_id", "fa"."annotator_id", "fa"."value", "fa"."explanation")) FROM "annotation_ratings" AS "fa" WHERE "fa"."record_rid" = ${ridExpression})`,
     ridExpression,
   );
 }

@@ -10,6 +10,7 @@ import { commonErrorResponses, ErrorDetail, ProjectIdParam, Uuid } from "../http
 import type { Router } from "../http/create-router";
 import { ApiError, RequestValidationError, notFound } from "../http/errors";
 import { readOnShard, onShardForWrite, writeOnShard } from "./annotation-shard";
+import { addUsageElsewhere, purgeRatingsElsewhere } from "./ratings-elsewhere";
 import { markTemplateDeleted, purgeDeletedTemplate, TEMPLATE_DELETION } from "./template-deletion";
 import { AnnotationTemplateCreate, AnnotationTemplateDB, AnnotationTemplateReorder, AnnotationTemplateUpdate } from "./template-schemas";
 import {
@@ -121,7 +122,9 @@ export function registerAnnotationTemplates(app: Router): void {
   app.openapi(listTemplates, async (c) => {
     const { project_id } = c.req.valid("param");
     const [rows] = await readOnShard(c, project_id, (db) => [listTemplatesStatement(db, project_id)]);
-    return c.json(rowsOf(rows).map(templateShape), 200);
+    const templates = rowsOf(rows);
+    await addUsageElsewhere(c, project_id, templates);
+    return c.json(templates.map(templateShape), 200);
   });
 
   app.openapi(getTemplate, async (c) => {
@@ -129,6 +132,7 @@ export function registerAnnotationTemplates(app: Router): void {
     const [rows] = await readOnShard(c, project_id, (db) => [templateStatement(db, project_id, template_id)]);
     const row = rowsOf(rows)[0];
     if (!row) throw notFound("Annotation template");
+    await addUsageElsewhere(c, project_id, [row]);
     return c.json(templateShape(row), 200);
   });
 
@@ -147,6 +151,7 @@ export function registerAnnotationTemplates(app: Router): void {
       ]);
       const row = rowsOf(rows)[0];
       if (!row) throw notFound("Annotation template");
+      await addUsageElsewhere(c, project_id, [row]);
       return c.json(templateShape(row), 200);
     } catch (error) {
       if (isDuplicateTemplateName(error)) throw duplicateName(body.name ?? "");
@@ -156,12 +161,15 @@ export function registerAnnotationTemplates(app: Router): void {
 
   app.openapi(deleteTemplate, async (c) => {
     const { project_id, template_id } = c.req.valid("param");
-    const outcome = await onShardForWrite(c, project_id, async (db) => {
-      const marked = await markTemplateDeleted(db, project_id, template_id, nowMicros());
-      if (!marked) return undefined;
-      return purgeDeletedTemplate(db, template_id, TEMPLATE_DELETION.requestChunks);
-    });
-    if (!outcome) throw notFound("Annotation template");
+    const marked = await onShardForWrite(c, project_id, (db) => markTemplateDeleted(db, project_id, template_id, nowMicros()));
+    if (!marked) throw notFound("Annotation template");
+    // Its ratings on the shards of the project's other partitions first (ratings-elsewhere.ts),
+    // then the project's shard's, which drops the template's row once its own are gone. A shard
+    // elsewhere with more than the request's chunks keeps the rest (never shown: every read keeps
+    // live templates only) until their records go; the project's shard's are then left to the
+    // maintenance (docs/partitions.md, "Annotations").
+    const elsewhereDone = await purgeRatingsElsewhere(c, project_id, template_id, TEMPLATE_DELETION.requestChunks);
+    const outcome = elsewhereDone ? await onShardForWrite(c, project_id, (db) => purgeDeletedTemplate(db, template_id, TEMPLATE_DELETION.requestChunks)) : { gone: false };
     return c.json(
       { message: outcome.gone ? "The annotation template and its ratings were deleted." : "The annotation template was deleted; its remaining ratings are being removed in the background." },
       200,
@@ -187,6 +195,7 @@ export function registerAnnotationTemplates(app: Router): void {
       listTemplatesStatement(db, project_id),
     ]);
     const templates = rowsOf(rows);
+    await addUsageElsewhere(c, project_id, templates);
     if ((updated?.meta.changes ?? 0) === 0 && templates.length > 0) {
       throw new RequestValidationError([
         {

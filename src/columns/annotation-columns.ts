@@ -42,6 +42,19 @@ export interface TemplateColumnRow {
   rated: number;
 }
 
+/**
+ * On a shard holding another partition of the project (no templates there): whether a record of
+ * the run's family there has a rating with each of the templates listed on the project's shard.
+ */
+const RATED_ELSEWHERE = `
+SELECT j.value AS id, EXISTS (SELECT 1 FROM annotation_ratings AS a WHERE a.template_id = j.value
+    AND a.family_key = (SELECT f.key FROM run_families AS f WHERE f.run_id = ?2 AND f.record_type = ?3)) AS rated
+FROM json_each(?1) AS j`;
+
+export function ratedElsewhereStatement(db: D1Database, templateIds: readonly string[], runId: string, family: RecordFamily): D1PreparedStatement {
+  return db.prepare(RATED_ELSEWHERE).bind(JSON.stringify(templateIds), runId, family);
+}
+
 export function templateColumnsStatement(db: D1Database, projectId: string, runId: string, family: RecordFamily): D1PreparedStatement {
   return db.prepare(TEMPLATE_COLUMNS).bind(projectId, runId, family);
 }

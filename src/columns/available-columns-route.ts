@@ -8,7 +8,7 @@ import { refineRunSelector, runSelectorOf, runSelectorShape } from "../projects/
 import { ProjectNotOnShardError } from "../shards/project-shard";
 import { onProjectReadShards } from "../partitions/read-shards";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
-import { annotationColumnDescriptor, type TemplateColumnRow, templateColumnsStatement } from "./annotation-columns";
+import { annotationColumnDescriptor, ratedElsewhereStatement, type TemplateColumnRow, templateColumnsStatement } from "./annotation-columns";
 import { availableColumns } from "./column-descriptors";
 
 const AvailableColumnsRequest = z
@@ -79,13 +79,17 @@ export function registerAvailableColumns(app: Router): void {
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
       // One round trip to each shard holding a partition of the project (src/partitions/read-shards.ts;
       // just the project's shard for most projects): its state there, the run's ownership, the run's columns.
-      const answers = await onProjectReadShards(c, project_id, async ({ db }) => {
+      // The templates are read on the project's shard, which answers before any other is asked
+      // (read-shards.ts); the others say whether their records are rated with them.
+      let templateIds: string[] = [];
+      const answers = await onProjectReadShards(c, project_id, async ({ db }, home) => {
         const [state, owned, columns, templates] = await db.batch<{ column_id: string }>([
           projectStateStatement(db, project_id),
           db.prepare(ownership.sql).bind(...ownership.params),
           db.prepare(PRESENT_COLUMNS).bind(selector.runId, family),
-          templateColumnsStatement(db, project_id, selector.runId, family),
+          home ? templateColumnsStatement(db, project_id, selector.runId, family) : ratedElsewhereStatement(db, templateIds, selector.runId, family),
         ]);
+        if (home) templateIds = ((templates?.results ?? []) as unknown as TemplateColumnRow[]).map((t) => t.id);
         if (!readableHere(state)) throw new ProjectNotOnShardError(project_id);
         if ((owned?.results.length ?? 0) === 0) {
           // Not the caller's run (404), or one not yet copied to the shard: nothing filled yet.
@@ -96,7 +100,9 @@ export function registerAvailableColumns(app: Router): void {
       });
       // A column is filled when it is filled in any partition; templates are the project's, on its own shard.
       const columnIds = [...new Set(answers.flatMap((a) => a.answer.columnIds))];
-      const templates = answers.find((a) => a.home)!.answer.templates;
+      // A template's column is filled when a record of any partition is rated with it.
+      const ratedElsewhere = new Set(answers.flatMap((a) => (a.home ? [] : a.answer.templates.filter((t) => t.rated === 1).map((t) => t.id))));
+      const templates = answers.find((a) => a.home)!.answer.templates.map((t) => (ratedElsewhere.has(t.id) ? { ...t, rated: 1 } : t));
       // The standard and metric columns, then one per annotation template (category feedback).
       const columns = [...availableColumns(family, columnIds), ...templates.map(annotationColumnDescriptor)];
       return c.json({ columns }, 200);

@@ -15,7 +15,8 @@ import type { Router } from "../http/create-router";
 import { notFound } from "../http/errors";
 import { nowMicros } from "../db/client";
 import { firstShownMicros } from "../retention/retention-policy";
-import { ProjectNotOnShardError, onProjectShard } from "../shards/project-shard";
+import { ProjectNotOnShardError } from "../shards/project-shard";
+import { onProjectReadShards } from "../partitions/read-shards";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { shapeRecord, type StoredRow } from "../search/shape-record";
 import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
@@ -66,17 +67,20 @@ export function registerRecordLookups(app: Router): void {
     app.openapi(route, async (c) => {
       const params = c.req.valid("param") as Record<string, string>;
       const projectId = params.project_id!;
-      // Only the project's shard is asked (one round trip): its state there, and the record.
-      const found = await onProjectShard(c, projectId, "read", async ({ db, route }) => {
+      // Every shard holding a partition of the project (src/partitions/read-shards.ts: just the
+      // project's shard, one round trip, for most projects): its state there and the record; the
+      // live templates on the project's own shard, where they live.
+      const answers = await onProjectReadShards(c, projectId, async ({ db, route }, home) => {
         const cutoff = firstShownMicros(route.retentionDays, nowMicros());
         const [state, rows, templates] = await db.batch<StoredRow>([
           projectStateStatement(db, projectId),
           db.prepare(RECORD_BY_ID).bind(params[idParam], c.get("principal").organizationId, projectId, family, cutoff),
-          feedbackTemplatesStatement(db, projectId),
+          ...(home ? [feedbackTemplatesStatement(db, projectId)] : []),
         ]);
         if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
         return { row: rows?.results[0], templates };
       });
+      const found = { row: answers.find((a) => a.answer.row)?.answer.row, templates: answers.find((a) => a.home)!.answer.templates };
       if (!found.row) throw notFound(label);
       const record = shapeRecord(found.row, fullRecordQuery(family));
       withFeedback([record], [found.row], found.templates, c.get("principal").userId);

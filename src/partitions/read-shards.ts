@@ -17,6 +17,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../http/app-env";
 import { type ProjectShard, onProjectShard } from "../shards/project-shard";
+import { projectRoute } from "../shards/project-routing";
 import { type PartitionRoute, projectPartitions } from "./partition-catalog";
 import { shardOfPartition } from "./partition-writes";
 
@@ -36,22 +37,53 @@ export interface ShardAnswer<T> {
 export async function onProjectReadShards<T>(
   c: Context<AppEnv>,
   projectId: string,
-  work: (shard: ProjectShard) => Promise<T>,
+  work: (shard: ProjectShard, home: boolean) => Promise<T>,
   homeMode: "read" | "write" = "read",
 ): Promise<ShardAnswer<T>[]> {
   let homeShard = "";
   const [answer, partitions] = await Promise.all([
     onProjectShard(c, projectId, homeMode, async (shard) => {
       homeShard = shard.route.shard;
-      return work(shard);
+      return work(shard, true);
     }),
     projectPartitions(c.env, projectId),
   ]);
   const answers: ShardAnswer<T>[] = [{ shard: homeShard, home: true, answer }];
   const others = otherShardsOf(partitions, homeShard);
   if (others.length === 0) return answers;
-  const more = await Promise.all(others.map(async (partition) => ({ shard: partition.shard, home: false, answer: await onPartitionShard(c, projectId, partition, work) })));
+  const more = await Promise.all(others.map(async (partition) => ({ shard: partition.shard, home: false, answer: await onPartitionShard(c, projectId, partition, (shard) => work(shard, false)) })));
   return [...answers, ...more];
+}
+
+/**
+ * A write to records that may sit in a partition on any shard (a rating, a queue entry: contract
+ * section 13, they go to their record's partition): `first` runs on the project's own shard as a
+ * write, exactly as before partitions, with the partitions read beside it; then, only if the
+ * project has partitions on other shards, `then(answer)` may name the work still to do there (the
+ * records the project's shard did not hold), which runs on each of those shards, as a write, in
+ * parallel. A project on one shard costs the round trip it cost before; a record elsewhere, one
+ * more, in parallel across shards. Answers the project's shard's answer, then the others'.
+ */
+export async function onRecordShardsForWrite<T, U>(
+  c: Context<AppEnv>,
+  projectId: string,
+  first: (shard: ProjectShard) => Promise<T>,
+  then: (answer: T) => ((shard: ProjectShard) => Promise<U>) | null,
+): Promise<{ home: T; others: U[] }> {
+  let homeShard = "";
+  const [home, partitions] = await Promise.all([
+    onProjectShard(c, projectId, "write", async (shard) => {
+      homeShard = shard.route.shard;
+      return first(shard);
+    }),
+    projectPartitions(c.env, projectId),
+  ]);
+  const others = otherShardsOf(partitions, homeShard);
+  if (others.length === 0) return { home, others: [] };
+  const work = then(home);
+  if (!work) return { home, others: [] };
+  const answers = await Promise.all(others.map((partition) => onProjectShard(c, projectId, "write", work, { shardOf: shardOfPartition(c.env, partition) })));
+  return { home, others: answers };
 }
 
 /** One partition per shard other than `homeShard` holding a partition of the project (to read that shard through). */
@@ -76,4 +108,21 @@ export async function homeWithOtherShards<T>(c: Context<AppEnv>, projectId: stri
 /** Runs `work` on the shard of `partition` (one of the project's other shards), with the state check and re-route of onProjectShard. */
 export function onPartitionShard<T>(c: Context<AppEnv>, projectId: string, partition: PartitionRoute, work: (shard: ProjectShard) => Promise<T>): Promise<T> {
   return onProjectShard(c, projectId, "read", work, { shardOf: shardOfPartition(c.env, partition) });
+}
+
+/**
+ * Runs `work` on every shard other than the project's own that holds a partition of it, in
+ * parallel, as a read or a write (a step that follows one done on the project's shard, such as a
+ * template's usage counted or its ratings purged where its records' partitions are). Empty: the
+ * project is on one shard (from the 4 s caches of routes and partitions, usually no round trip).
+ */
+export async function onOtherPartitionShards<T>(c: Context<AppEnv>, projectId: string, mode: "read" | "write", work: (shard: ProjectShard) => Promise<T>): Promise<T[]> {
+  const [route, partitions] = await Promise.all([projectRoute(c.env, c.get("principal"), projectId), projectPartitions(c.env, projectId)]);
+  const others = otherShardsOf(partitions, route.shard);
+  return Promise.all(others.map((partition) => onProjectShard(c, projectId, mode, work, { shardOf: shardOfPartition(c.env, partition) })));
+}
+
+/** Whether the project has partitions on more than one shard (from the 4 s cache, usually no round trip). */
+export async function spansShards(c: Context<AppEnv>, projectId: string): Promise<boolean> {
+  return new Set((await projectPartitions(c.env, projectId)).map((p) => p.shard)).size > 1;
 }

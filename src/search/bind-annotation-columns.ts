@@ -44,22 +44,28 @@ export interface QueueBinding {
 
 export async function bindAnnotationColumns(db: D1Database, projectId: string, query: SearchQuery, queue?: QueueBinding): Promise<void> {
   const leaves = leavesOf(query.filter);
+  // fully_annotated over the project's templates needs the live ones, read here on the project's
+  // shard: every caller binds there first, before any other shard holding a partition is read
+  // (src/partitions/read-shards.ts), and those shards test their records against this list.
+  const unlisted: Extract<FilterLeaf, { kind: "fully_annotated" }>[] = [];
   for (const leaf of leaves) {
     if (leaf.kind !== "fully_annotated") continue;
     leaf.projectId = projectId;
     if (queue) leaf.queue = { templateIds: queue.templates.map((t) => t.id), annotatorIds: [...queue.annotators] };
+    else if (leaf.liveTemplateIds === undefined) unlisted.push(leaf);
   }
   const refs: AnnotationColumnRef[] = leaves.flatMap((leaf) => (leaf.kind !== "fully_annotated" && leaf.column.kind === "annotation" ? [leaf.column] : []));
   if (query.sort?.column.kind === "annotation") refs.push(query.sort.column);
-  if (refs.length === 0) return;
+  if (refs.length === 0 && unlisted.length === 0) return;
   const ids = [...new Set(refs.map((ref) => ref.templateId))];
   const queueTemplates = new Map((queue?.templates ?? []).map((t) => [t.id, t]));
   const { found, missing: notCached } = cachedDefinitions(projectId, ids.filter((id) => !queueTemplates.has(id)));
   for (const [id, template] of queueTemplates) if (ids.includes(id)) found.set(id, template);
   const missing = notCached;
-  if (missing.length > 0) {
+  if (missing.length > 0 || unlisted.length > 0) {
     const { results } = await listTemplatesStatement(db, projectId, false).all<TemplateRow>();
     for (const definition of rememberDefinitions(projectId, results)) if (ids.includes(definition.id)) found.set(definition.id, definition);
+    for (const leaf of unlisted) leaf.liveTemplateIds = results.map((row) => row.id);
   }
   const issues: ValidationErrorItem[] = [];
   for (const ref of refs) {

@@ -143,10 +143,17 @@ function annotationLeaf(column: AnnotationColumnRef, leaf: Exclude<FilterLeaf, {
 function fullyAnnotatedLeaf(leaf: Extract<FilterLeaf, { kind: "fully_annotated" }>, pack: SqlParamPack): SQL {
   if (leaf.queue) return queueFullyAnnotatedLeaf(leaf.queue, leaf.userIds, pack);
   if (leaf.projectId === undefined) throw new Error("fully_annotated leaf without its project (bindAnnotationColumns)");
-  const project = pack.value(leaf.projectId);
-  const templates = sql`"annotation_templates" AS "fat" WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL`;
   const users = leaf.userIds ? sql`, json_each(${pack.list(leaf.userIds)}) AS "fau"` : sql``;
   const byUser = leaf.userIds ? sql` AND "faa"."annotator_id" = "fau"."value"` : sql``;
+  if (leaf.liveTemplateIds) {
+    // The live templates as read on the project's shard (bindAnnotationColumns): the same test on
+    // every shard holding a partition, including those without the project's templates.
+    if (leaf.liveTemplateIds.length === 0) return sql.raw("0");
+    const missing = sql`SELECT 1 FROM json_each(${pack.list(leaf.liveTemplateIds)}) AS "flt"${users} WHERE NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "faa" WHERE "faa"."record_rid" = ${r.rid} AND "faa"."template_id" = "flt"."value"${byUser})`;
+    return sql`(NOT EXISTS (${missing}))`;
+  }
+  const project = pack.value(leaf.projectId);
+  const templates = sql`"annotation_templates" AS "fat" WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL`;
   const missing = sql`SELECT 1 FROM "annotation_templates" AS "fat"${users} WHERE "fat"."project_id" = ${project} AND "fat"."deleted_at" IS NULL AND NOT EXISTS (SELECT 1 FROM "annotation_ratings" AS "faa" WHERE "faa"."record_rid" = ${r.rid} AND "faa"."template_id" = "fat"."id"${byUser})`;
   return sql`(EXISTS (SELECT 1 FROM ${templates}) AND NOT EXISTS (${missing}))`;
 }

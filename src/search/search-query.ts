@@ -33,6 +33,11 @@ export type FilterLeaf =
       userIds: string[] | null;
       projectId?: string;
       /**
+       * The project's live templates, read on its own shard by bindAnnotationColumns: a record in
+       * a partition on another shard is tested against them there (that shard has no templates).
+       */
+      liveTemplateIds?: string[];
+      /**
        * In a queue's search (contract section 8): rated on every one of the queue's templates by
        * each of `userIds`, or by each of the queue's annotators when userIds is null.
        */
