@@ -45,6 +45,8 @@ interface Row {
   partitioned: number[];
   single: number[];
   unit: "ms" | "records/s";
+  /** D1 round trips per request seen on each server, e.g. "2/3 | 1/2". */
+  roundTrips: string;
 }
 
 /** The export's rate is read over its first this many records (the whole of 1M takes minutes a side at the bench's load). */
@@ -57,8 +59,13 @@ function bodyOf(ds: PartitionDatasets, id: string): unknown {
   return SEARCH_SHAPES.find((s) => s.id === id)!.body(ds.manifest);
 }
 
+/** D1 round trips (Server-Timing) of the requests since the last row, per server: where the time goes. */
+let trips: Record<string, Set<number>> = {};
+
 async function post<T>(server: DevServer, ds: PartitionDatasets, route: string, body: unknown, what: string) {
-  return expectStatus(await timedJson<T>(`${server.baseUrl}/v2/projects/${ds.manifest.tenant.projectId}/${route}`, { body, headers: { "Service-API-Key": ds.manifest.tenant.apiKey }, timeoutMs: 600_000 }), 200, what);
+  const answer = expectStatus(await timedJson<T>(`${server.baseUrl}/v2/projects/${ds.manifest.tenant.projectId}/${route}`, { body, headers: { "Service-API-Key": ds.manifest.tenant.apiKey }, timeoutMs: 600_000 }), 200, what);
+  if (answer.roundTrips !== undefined) (trips[server.name] ??= new Set()).add(answer.roundTrips);
+  return answer;
 }
 
 /** Each side's answer must be the same before anything is timed. */
@@ -109,7 +116,10 @@ function lateTrace(seed: number, sessionId: string): IngestTrace {
 }
 
 function row(what: string, target: string, limit: Row["limit"], samples: Record<Side, number[]>, unit: Row["unit"] = "ms"): Row {
-  return { what, target, limit, partitioned: samples.partitioned, single: samples.single, unit };
+  const seen = (side: string) => [...(trips[side] ?? [])].sort((a, b) => a - b).join("/") || "—";
+  const roundTrips = `${seen("partitioned")} \\| ${seen("single")}`;
+  trips = {};
+  return { what, target, limit, partitioned: samples.partitioned, single: samples.single, unit, roundTrips };
 }
 
 function verdict(r: Row): { ratio: number; pass: boolean } {
@@ -131,6 +141,7 @@ export async function runPartitionsBench(options: PartitionsBenchOptions): Promi
     servers.partitioned = await startDevServer({ name: "partitioned", config: SERVICE_CONFIG, persistTo: ds.partitioned.persistDir, vars, readyPath: "/healthcheck" });
     servers.single = await startDevServer({ name: "single", config: SERVICE_CONFIG, persistTo: ds.single.persistDir, vars, readyPath: "/healthcheck" });
     checked = await checkAlike(servers, ds);
+    trips = {};
     console.log(`  alike: ${checked.join("; ")}`);
 
     for (const shape of SEARCH_COMPARED) {
@@ -203,14 +214,14 @@ export async function runPartitionsBench(options: PartitionsBenchOptions): Promi
   const partitionedBytes = bytes(ds.partitioned.files);
   const singleBytes = bytes(ds.single.files);
   const table = markdownTable(
-    ["measure", "partitioned p50", "single p50", "partitioned p95", "single p95", "ratio", "target", "verdict"],
+    ["measure", "partitioned p50", "single p50", "partitioned p95", "single p95", "D1 round trips (partitioned \\| single)", "ratio", "target", "verdict"],
     rows.map((r) => {
       const v = verdict(r);
       const shown = r.unit === "ms" ? ms : count;
       const shownRatio = r.unit === "ms" && r.target.includes("rate") ? `${ratio(1 / v.ratio)} (rate)` : ratio(v.ratio);
-      return [r.what, shown(median(r.partitioned)), shown(median(r.single)), r.unit === "ms" ? ms(percentile(r.partitioned, 95)) : "—", r.unit === "ms" ? ms(percentile(r.single, 95)) : "—", shownRatio, r.target, v.pass ? "PASS" : "FAIL"];
+      return [r.what, shown(median(r.partitioned)), shown(median(r.single)), r.unit === "ms" ? ms(percentile(r.partitioned, 95)) : "—", r.unit === "ms" ? ms(percentile(r.single, 95)) : "—", r.roundTrips, shownRatio, r.target, v.pass ? "PASS" : "FAIL"];
     }),
-    ["l", "r", "r", "r", "r", "r", "l", "l"],
+    ["l", "r", "r", "r", "r", "l", "r", "l", "l"],
   );
   const misses = rows.filter((r) => !verdict(r).pass).map((r) => `- ${r.what}: ${ratio(verdict(r).ratio)} (target ${r.target})`);
   const partitionsTable = markdownTable(
