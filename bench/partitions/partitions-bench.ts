@@ -164,12 +164,19 @@ export async function runPartitionsBench(options: PartitionsBenchOptions): Promi
     const exportRuns = options.quick || options.size > 300_000 ? 1 : 3;
     const exportRate = await alternate(exportRuns, 0, async (side) => {
       const started = performance.now();
-      const response = await fetch(`${servers[side].baseUrl}/v2/projects/${ds.manifest.tenant.projectId}/export_records`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "Service-API-Key": ds.manifest.tenant.apiKey },
-        body: JSON.stringify({ log_stream_id: ds.manifest.tenant.logStreamId, root_type: "session", export_format: "jsonl_flat" }),
-      });
-      if (response.status !== 200 || !response.body) throw new Error(`export ${side}: HTTP ${response.status}`);
+      const send = () =>
+        fetch(`${servers[side].baseUrl}/v2/projects/${ds.manifest.tenant.projectId}/export_records`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "Service-API-Key": ds.manifest.tenant.apiKey },
+          body: JSON.stringify({ log_stream_id: ds.manifest.tenant.logStreamId, root_type: "session", export_format: "jsonl_flat" }),
+        });
+      let response = await send();
+      // wrangler dev's proxy answers 503 on a pooled connection the worker closed (workers-sdk#14641; docs/benchmarks.md, Notes): sent again once.
+      if (response.status === 503) {
+        console.log(`  export ${side}: 503 (${(await response.text()).slice(0, 200)}), sent again`);
+        response = await send();
+      }
+      if (response.status !== 200 || !response.body) throw new Error(`export ${side}: HTTP ${response.status}: ${(await response.text()).slice(0, 500)}`);
       let lines = 0;
       const reader = response.body.getReader();
       for (;;) {
