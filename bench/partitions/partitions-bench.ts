@@ -117,7 +117,7 @@ function lateTrace(seed: number, sessionId: string): IngestTrace {
 
 function row(what: string, target: string, limit: Row["limit"], samples: Record<Side, number[]>, unit: Row["unit"] = "ms"): Row {
   const seen = (side: string) => [...(trips[side] ?? [])].sort((a, b) => a - b).join("/") || "—";
-  const roundTrips = `${seen("partitioned")} \\| ${seen("single")}`;
+  const roundTrips = `${seen("partitioned")} · ${seen("single")}`;
   trips = {};
   return { what, target, limit, partitioned: samples.partitioned, single: samples.single, unit, roundTrips };
 }
@@ -221,7 +221,7 @@ export async function runPartitionsBench(options: PartitionsBenchOptions): Promi
   const partitionedBytes = bytes(ds.partitioned.files);
   const singleBytes = bytes(ds.single.files);
   const table = markdownTable(
-    ["measure", "partitioned p50", "single p50", "partitioned p95", "single p95", "D1 round trips (partitioned \\| single)", "ratio", "target", "verdict"],
+    ["measure", "partitioned p50", "single p50", "partitioned p95", "single p95", "D1 round trips (partitioned · single)", "ratio", "target", "verdict"],
     rows.map((r) => {
       const v = verdict(r);
       const shown = r.unit === "ms" ? ms : count;
