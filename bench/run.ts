@@ -8,6 +8,9 @@
  *   npm run bench -- otlp              OpenTelemetry intake (OTLP protobuf) against native ingestion (issue 12)
  *   npm run bench -- load              two organizations, one abusive, against wrangler dev (issue 9)
  *   npm run bench -- shards            scale-out: sharded against one database, isolation, capacity, moves (issue 10)
+ *   npm run bench -- partitions        the search bench's records in 4 partitions over 2 shards against one partition (issue 32):
+ *                                      every search shape, counts, metrics, export rate, ingest, a late child two partitions back;
+ *                                      --size records (default 1,000,000)
  *   npm run bench -- storage           bytes per record, per table and index, before/after the storage
  *                                      migration, with search and ingestion against both (issue 11)
  *   npm run bench -- annotations       rating writes against one-span ingestion, and a 100,000-record
@@ -54,12 +57,13 @@ import { ensureSqlite3 } from "./lib/sqlite-cli";
 import { installCleanupHandlers, stopAllDevServers } from "./lib/wrangler-dev";
 import { runSearchBench } from "./search/search-bench";
 import { runShardsBench } from "./shards/shards-bench";
+import { runPartitionsBench } from "./partitions/partitions-bench";
 import { runStorageBench } from "./storage/storage-bench";
 import { runUiBench } from "./ui/ui-bench";
 import { runUpkeepBench } from "./upkeep/upkeep-bench";
 import { closeLocalD1 } from "../scripts/lib/local-d1";
 
-const BENCHES = ["search", "deletion", "annotations", "alerts", "ingest", "otlp", "load", "shards", "storage", "export", "redaction", "evaluations", "ui", "upkeep", "all", "dataset", "verify"] as const;
+const BENCHES = ["search", "deletion", "annotations", "alerts", "ingest", "otlp", "load", "shards", "partitions", "storage", "export", "redaction", "evaluations", "ui", "upkeep", "all", "dataset", "verify"] as const;
 type Bench = (typeof BENCHES)[number];
 
 interface Options {
@@ -139,6 +143,7 @@ async function main(): Promise<void> {
   if (bench === "otlp" || bench === "all") await runOtlpBench({ quick: options.quick });
   if (bench === "load" || bench === "all") await runLoadBench({ quick: options.quick, seed: options.seed, seconds: options.seconds, port: options.port });
   if (bench === "shards" || bench === "all") await runShardsBench({ quick: options.quick });
+  if (bench === "partitions") await runPartitionsBench({ size: options.size, seed: options.seed, quick: options.quick });
   if (bench === "export") await runExportBench({ sizes: options.sizes, seed: options.seed, quick: options.quick });
   if (bench === "ui") await runUiBench({ quick: options.quick });
   if (bench === "upkeep") await runUpkeepBench({ seconds: options.seconds ?? 600, sampleSeconds: options.sample, bulkRecords: options.sizeGiven ? options.size : DEFAULT_SIZE, clients: options.clients ?? 2, quick: options.quick });
