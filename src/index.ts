@@ -12,6 +12,7 @@ import { EXPORT_QUEUE_NAME, handleExportQueue } from "./export/export-queue-cons
 import { handleRedactionMessage, isRedactionMessage } from "./redaction/apply-job";
 import { runScheduledMaintenance } from "./maintenance/scheduled";
 import { sweepDueResults } from "./evaluations/due-results";
+import { purgeJudgeCountersLogged } from "./evaluations/judge-counter-purge";
 import { allRecordDatabases } from "./shards/shard-config";
 import { handleUpkeepQueue, UPKEEP_QUEUE_NAME } from "./upkeep/upkeep-consumer";
 import { requestUpkeep } from "./upkeep/upkeep-request";
@@ -102,6 +103,9 @@ export default {
     // Pending scorer results past due whose delayed message never came (src/evaluations/due-results.ts): minutely, bounded per database.
     if (controller.cron === MOVE_WATCHDOG_CRON) ctx.waitUntil(sweepDueResults(env).catch((error) => console.error(`evaluations sweep: ${error instanceof Error ? error.message : String(error)}`)));
     if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(runScheduledMaintenance(env, controller.scheduledTime));
+    // The judges' pace and budget counters past what they are read for, hourly beside the
+    // maintenance (evaluations sit above maintenance in the import layers, so it is called here).
+    if (controller.cron !== MOVE_WATCHDOG_CRON) ctx.waitUntil(purgeJudgeCountersLogged(env, controller.scheduledTime));
   },
 } satisfies ExportedHandler<Env, DeletionMessage | MoveMessage | ExportMessage | UpkeepMessage | AlertDeliveryMessage | AlertEvaluationMessage | EvaluationMessage>;
 

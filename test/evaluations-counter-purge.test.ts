@@ -1,13 +1,13 @@
 /**
- * The judges' call counters do not grow for ever (issue 34): the hourly maintenance removes the
+ * The judges' call counters do not grow for ever (issue 34): the hourly cron removes the
  * pace's 10-second slots older than the pace reads and the budget's days before yesterday,
  * bounded per run, and what the pace and the budget still read stays and still paces.
  */
-import { env } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { PACE_SLOT_MS, PACE_SLOTS, takePace } from "../src/evaluations/judge-calls";
 import { purgeJudgeCounters } from "../src/evaluations/judge-counter-purge";
-import { runScheduledMaintenance } from "../src/maintenance/scheduled";
+import worker from "../src/index";
 
 const slotsOf = async (org: string) =>
   (await env.DB.prepare("SELECT minute FROM judge_minute_calls WHERE organization_id = ?1 ORDER BY minute").bind(org).all<{ minute: number }>()).results.map((r) => r.minute);
@@ -41,11 +41,18 @@ describe("purging the judges' counters", () => {
     expect(await takePace(env.DB, org, "custom", now, 1, 4)).toBe(true);
   });
 
-  it("runs in the hourly maintenance", async () => {
+  it("runs in the hourly cron, not the minutely one", async () => {
     const org = `org-${crypto.randomUUID()}`;
     const slot = Math.floor(Date.now() / PACE_SLOT_MS);
     await env.DB.batch([slot - 1_000, slot].map((m) => env.DB.prepare("INSERT INTO judge_minute_calls (organization_id, integration, minute, calls) VALUES (?1, 'openai', ?2, 1)").bind(org, m)));
-    await runScheduledMaintenance(env);
+    const cron = async (expression: string) => {
+      const ctx = createExecutionContext();
+      await worker.scheduled(createScheduledController({ scheduledTime: new Date(), cron: expression }), env, ctx);
+      await waitOnExecutionContext(ctx);
+    };
+    await cron("* * * * *");
+    expect(await slotsOf(org)).toEqual([slot - 1_000, slot]);
+    await cron("17 * * * *");
     expect(await slotsOf(org)).toEqual([slot]);
   });
 });

@@ -2,13 +2,14 @@
  * The judges' call counters are kept only as long as they are read (issue 34): the pace
  * (judge_minute_calls, one row per integration and 10-second slot) reads the last PACE_SLOTS
  * slots, the daily budget (scorer_daily_calls) the current UTC day. Without a purge both grow
- * for ever: an integration judging all day adds 8,640 slot rows a day. The hourly maintenance
- * (src/maintenance/scheduled.ts) removes slots older than twice the pace's window (a call's
+ * for ever: an integration judging all day adds 8,640 slot rows a day. The hourly cron (src/index.ts,
+ * beside the maintenance) removes slots older than twice the pace's window (a call's
  * clock a little behind another's still finds its slots) and days before yesterday, at most
  * COUNTER_PURGE_BATCH rows a statement and COUNTER_PURGE_STATEMENTS statements a run; what is
  * left goes at the next run. The statements scan the table (no index by time: each pace take
  * would pay for one); after a purge it holds about an hour of slots per integration in use.
  */
+import type { Env } from "../env";
 import { PACE_SLOT_MS, PACE_SLOTS } from "./judge-calls";
 
 export const COUNTER_PURGE_BATCH = 5_000;
@@ -44,4 +45,14 @@ export async function purgeJudgeCounters(db: D1Database, nowMs: number = Date.no
     }
   }
   return outcome;
+}
+
+/** The hourly cron's call (src/index.ts): a purge that stops short or fails is logged, never thrown. */
+export async function purgeJudgeCountersLogged(env: Env, nowMs: number): Promise<void> {
+  try {
+    const counters = await purgeJudgeCounters(env.DB, nowMs);
+    if (!counters.complete) console.log(`evaluations: purged ${counters.slots} judge pace slots and ${counters.days} budget days; more remain for the next run`);
+  } catch (error) {
+    console.error(`evaluations: could not purge the judges' counters: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }

@@ -13,7 +13,6 @@ import { purgeDeletedQueues } from "../annotation-queues/queue-deletion";
 import { pruneExpiredRevocations } from "../auth/logout-route";
 import { removeDueExportFiles } from "../export/export-file-removal";
 import { nowMicros } from "../db/client";
-import { purgeJudgeCounters } from "../evaluations/judge-counter-purge";
 import type { Env } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { measureShardSizes } from "../shards/shard-sizes";
@@ -42,13 +41,6 @@ export async function runScheduledMaintenance(env: Env, scheduledTime: number = 
     }
   }
   await pruneExpiredRevocations(env.DB).catch((error) => console.error(`maintenance: could not prune revoked token ids: ${error instanceof Error ? error.message : String(error)}`));
-  // The judges' pace and budget counters past what they are read for (src/evaluations/judge-counter-purge.ts).
-  try {
-    const counters = await purgeJudgeCounters(env.DB, scheduledTime);
-    if (!counters.complete) console.log(`maintenance: purged ${counters.slots} judge pace slots and ${counters.days} budget days; more remain for the next run`);
-  } catch (error) {
-    console.error(`maintenance: could not purge the judges' counters: ${error instanceof Error ? error.message : String(error)}`);
-  }
   // Deleted annotation queues (and queue templates) whose entries and ratings a request could not all remove.
   try {
     const queues = await purgeDeletedQueues(env);
