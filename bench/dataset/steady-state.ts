@@ -67,7 +67,7 @@ async function scalar(file: string, sql: string, params: SqlValue[] = []): Promi
 }
 
 /** 1. The text index caught up, by the cron's statement and chunk (each one autocommitted, as a D1 call is). */
-async function catchUpTextIndex(file: string): Promise<number> {
+export async function catchUpTextIndex(file: string): Promise<number> {
   const maxRid = await scalar(file, "SELECT coalesce(max(rid), 0) FROM records");
   const from = await scalar(file, "SELECT indexed_through FROM records_text_backfill WHERE id = 1");
   const chunks = Math.ceil(Math.max(0, maxRid - from) / CATCH_UP_CHUNK_RIDS);
@@ -83,16 +83,24 @@ function bindingsOf(params: SqlValue[]): string {
   return boundStatement({ sql: "SELECT 1", params }).replace(/SELECT 1;\n$/, "");
 }
 
-/** 2. The declared metadata key (both rows the settings route writes), then every marked hour refreshed. */
-async function refreshMetricCells(file: string, tenant: BenchTenant, declaredAtMicros: number): Promise<number> {
+/**
+ * 2. The declared metadata key (both rows the settings route writes: the catalog's, where the file
+ * holds the catalog, and the shard's), then every marked hour refreshed.
+ */
+export async function refreshMetricCells(file: string, tenant: BenchTenant, declaredAtMicros: number): Promise<number> {
+  const holdsCatalog = (await scalar(file, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'project_analytics_settings'")) > 0;
   await runSqlite(
     file,
     [
       ".parameter init",
-      boundStatement({
-        sql: "INSERT INTO project_analytics_settings (project_id, metadata_key, updated_at) VALUES (?1, ?2, ?3)",
-        params: [tenant.projectId, ANALYTICS_METADATA_KEY, declaredAtMicros],
-      }),
+      ...(holdsCatalog
+        ? [
+            boundStatement({
+              sql: "INSERT INTO project_analytics_settings (project_id, metadata_key, updated_at) VALUES (?1, ?2, ?3)",
+              params: [tenant.projectId, ANALYTICS_METADATA_KEY, declaredAtMicros],
+            }),
+          ]
+        : []),
       boundStatement({ sql: "INSERT INTO metric_settings (project_id, metadata_key) VALUES (?1, ?2)", params: [tenant.projectId, ANALYTICS_METADATA_KEY] }),
     ].join("\n"),
   );

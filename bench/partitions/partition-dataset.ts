@@ -26,9 +26,7 @@
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { ANALYTICS_METADATA_KEY } from "../dataset/steady-state";
-import { REFRESH_CHUNK_HOURS, REFRESH_STATEMENTS } from "../../src/analytics/metric-cells";
-import { CATCH_UP_CHUNK_RIDS, CATCH_UP_SQL } from "../../src/text-index/backfill";
+import { catchUpTextIndex, refreshMetricCells } from "../dataset/steady-state";
 import { mergeBatches } from "../../src/ingest/merge-batches";
 import { type RecordBatch, sessionRows, traceRows } from "../../src/ingest/record-rows";
 import type { IngestTrace } from "../../src/ingest/ingest-schemas";
@@ -39,7 +37,7 @@ import { RARE_WORD } from "../dataset/text-corpus";
 import { checkpoint, ingestContext, recordCounts, requestSql, type RequestSql, type RunScope, TRACES_PER_REQUEST, writeRun } from "../dataset/write-run";
 import { DATASET_CACHE_DIR, REPO_ROOT, SERVICE_CONFIG } from "../lib/paths";
 import { SeededRandom } from "../lib/seeded-random";
-import { boundStatement, ensureSqlite3, queryJson, runSqlite, type SqlStatement } from "../lib/sqlite-cli";
+import { ensureSqlite3, queryJson, type SqlStatement } from "../lib/sqlite-cli";
 import { DELETION_KEY, DELETION_VALUE } from "../dataset/synthetic-traces";
 
 export const PARTITIONS = 4;
@@ -129,30 +127,10 @@ function* concat<T>(...parts: Iterable<T>[]): Generator<T> {
   for (const part of parts) yield* part;
 }
 
-/** The cron's state on a loaded file: text index caught up, the declared key's cells refreshed. */
+/** The cron's state on a loaded file, as the search dataset gets it: text index caught up, the declared key's cells refreshed. */
 async function finishFile(file: string, tenant: BenchTenant, atMicros: number): Promise<void> {
-  const [{ max = 0 } = {}] = await queryJson<{ max: number }>(file, { sql: "SELECT coalesce(max(rid), 0) AS max FROM records", params: [] });
-  const catchUp = [".parameter init", "PRAGMA synchronous = OFF;", `.parameter set ?1 ${CATCH_UP_CHUNK_RIDS}`];
-  for (let i = 0; i < Math.ceil(max / CATCH_UP_CHUNK_RIDS) + 1; i += 1) catchUp.push(`${CATCH_UP_SQL};`);
-  await runSqlite(file, `${catchUp.join("\n")}\n`, { timeoutMs: 3_600_000 });
-  const tables = new Set((await queryJson<{ name: string }>(file, { sql: "SELECT name FROM sqlite_master WHERE type = 'table'", params: [] })).map((t) => t.name));
-  const settings: string[] = [".parameter init"];
-  if (tables.has("project_analytics_settings")) {
-    settings.push(boundStatement({ sql: "INSERT INTO project_analytics_settings (project_id, metadata_key, updated_at) VALUES (?1, ?2, ?3)", params: [tenant.projectId, ANALYTICS_METADATA_KEY, atMicros] }));
-  }
-  settings.push(boundStatement({ sql: "INSERT INTO metric_settings (project_id, metadata_key) VALUES (?1, ?2)", params: [tenant.projectId, ANALYTICS_METADATA_KEY] }));
-  await runSqlite(file, `${settings.join("\n")}\n`);
-  const [{ marked = 0 } = {}] = await queryJson<{ marked: number }>(file, { sql: "SELECT count(*) AS marked FROM metric_dirty_hours", params: [] });
-  const chunk = [
-    "BEGIN;",
-    "DELETE FROM temp.sqlite_parameters;",
-    `INSERT INTO temp.sqlite_parameters (key, value) SELECT '?1', json_group_array(json_array(run_id, hour)) FROM (SELECT run_id, hour FROM metric_dirty_hours ORDER BY run_id, hour LIMIT ${REFRESH_CHUNK_HOURS});`,
-    ...REFRESH_STATEMENTS.map((statement) => `${statement};`),
-    "COMMIT;",
-  ].join("\n");
-  await runSqlite(file, `.parameter init\nPRAGMA synchronous = OFF;\n${Array.from({ length: Math.ceil(marked / REFRESH_CHUNK_HOURS) }, () => chunk).join("\n")}\n`, { timeoutMs: 3_600_000 });
-  const [{ left = 0 } = {}] = await queryJson<{ left: number }>(file, { sql: "SELECT count(*) AS left FROM metric_dirty_hours", params: [] });
-  if (left !== 0) throw new Error(`metric cell refresh left ${left} marked hours in ${file}`);
+  await catchUpTextIndex(file);
+  await refreshMetricCells(file, tenant, atMicros);
   await checkpoint(file);
 }
 
