@@ -3,8 +3,26 @@
  * ui-alerts-browser, ui-export-browser, cross-site-browser): calling the demo service's API as its
  * admin, watching a page for errors and Content-Security-Policy violations, and signing in.
  */
-import type { Page } from "playwright-core";
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 import type { DemoServer } from "./demo-server";
+
+/**
+ * How long any browser wait may take before it fails. Playwright's 30 s default is ample on a quiet
+ * machine (the slowest view, /docs, renders a 380 KB OpenAPI document with a 3.5 MB bundle in about
+ * 7 s there), but CI runs the whole suite on 2 cores at load 8 to 15, where Chromium gets a fifth of
+ * a core or less: stops 38 and 39 each failed on one 30 s wait (a trace view, then /docs) that
+ * passes alone every time. A wait that can never end still fails, only later; what a test
+ * asserts does not change.
+ */
+export const BROWSER_WAIT_MS = 120_000;
+
+/** A browser context whose waits and navigations all tolerate a loaded machine (`BROWSER_WAIT_MS`). */
+export async function newBrowserContext(browser: Browser, options: BrowserContextOptions = {}): Promise<BrowserContext> {
+  const context = await browser.newContext(options);
+  context.setDefaultTimeout(BROWSER_WAIT_MS);
+  context.setDefaultNavigationTimeout(BROWSER_WAIT_MS);
+  return context;
+}
 
 export interface ApiAnswer<T> {
   status: number;

@@ -14,7 +14,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoApi } from "./browser-session";
+import { demoApi, newBrowserContext } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -93,7 +93,7 @@ describe("a page on another origin, in the browser of a signed-in admin", () => 
   it("cannot erase, create or export anything", async () => {
     const before = await snapshot();
     expect(before.initechTraces).toBe(2);
-    const context = await browser.newContext({
+    const context = await newBrowserContext(browser, {
       httpCredentials: { username: server.demo.email, password: server.demo.password!, origin: server.origin, send: "always" },
     });
     try {
@@ -112,7 +112,7 @@ describe("a page on another origin, in the browser of a signed-in admin", () => 
           if (response.status() === 503) proxyFailures.push(response.text().then((t) => t.includes("restarted mid-request"), () => false));
         });
         await page.goto(attackerOrigin);
-        await page.waitForFunction('document.title === "done"', undefined, { timeout: 30_000 });
+        await page.waitForFunction('document.title === "done"');
         const proxyFailed = (await Promise.all(proxyFailures)).some(Boolean);
         await page.close();
         if (!proxyFailed) break;
@@ -127,7 +127,7 @@ describe("a page on another origin, in the browser of a signed-in admin", () => 
   });
 
   it("the same requests from the service's own origin with the same password would be accepted (so the refusal is the origin's)", async () => {
-    const context = await browser.newContext({
+    const context = await newBrowserContext(browser, {
       httpCredentials: { username: server.demo.email, password: server.demo.password!, origin: server.origin, send: "always" },
     });
     try {
@@ -155,7 +155,7 @@ describe("a page on another origin, in the browser of a signed-in admin", () => 
 describe("a browser that opens an API URL", () => {
   it("is not asked for a password (no Basic challenge), so it never caches one", async () => {
     // A browser that would answer a Basic prompt with the admin's password.
-    const context = await browser.newContext({ httpCredentials: { username: server.demo.email, password: server.demo.password! } });
+    const context = await newBrowserContext(browser, { httpCredentials: { username: server.demo.email, password: server.demo.password! } });
     try {
       const page = await context.newPage();
       const response = await page.goto(`${server.origin}/v2/current_user`);

@@ -12,7 +12,7 @@ import type { AddressInfo } from "node:net";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { demoApi, signInWithPassword } from "./browser-session";
+import { BROWSER_WAIT_MS, demoApi, newBrowserContext, signInWithPassword } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -39,7 +39,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   hookUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hooks/on-call`;
   [server, browser] = await Promise.all([startDemoServer(420_000), launchChromium()]);
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: server.origin });
+  context = await newBrowserContext(browser, { viewport: { width: 1280, height: 900 }, baseURL: server.origin });
   page = await context.newPage();
   page.on("pageerror", (error) => {
     throw error;
@@ -73,7 +73,7 @@ describe("alerts in the explorer", () => {
     expect(await page.content()).not.toContain(secret);
     await card.getByRole("button", { name: "Send a test" }).click();
     await page.getByRole("status").filter({ hasText: "test event was queued" }).waitFor();
-    await expect.poll(() => received.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+    await expect.poll(() => received.length, { timeout: BROWSER_WAIT_MS }).toBeGreaterThanOrEqual(1);
     expect(new Webhook(secret).verify(received[0]!.body, received[0]!.headers)).toMatchObject({ type: "test" });
     await card.getByText("Delivery log").click();
     await expect
@@ -137,7 +137,7 @@ describe("alerts in the explorer", () => {
     const history = page.getByRole("table", { name: "History of Errors above 0" });
     await history.waitFor();
     expect(await history.textContent()).toContain("ok → firing");
-    await expect.poll(() => received.filter((r) => r.body.includes('"alert.firing"')).length, { timeout: 30_000 }).toBe(1);
+    await expect.poll(() => received.filter((r) => r.body.includes('"alert.firing"')).length, { timeout: BROWSER_WAIT_MS }).toBe(1);
     const firing = received.find((r) => r.body.includes('"alert.firing"'))!;
     const payload = new Webhook(secret).verify(firing.body, firing.headers) as Record<string, any>;
     expect(payload).toMatchObject({ alert: { name: "Errors above 0", metric: "error_count", threshold: 0 }, run: { id: streamId } });

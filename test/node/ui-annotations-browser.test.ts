@@ -14,7 +14,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { demoApi, signInWithPassword, watchPage } from "./browser-session";
+import { demoApi, newBrowserContext, signInWithPassword, watchPage } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -51,7 +51,7 @@ async function searchIds(family: string, body: Record<string, unknown>): Promise
 }
 
 async function newPage(): Promise<Page> {
-  const context = await browser.newContext({ viewport: VIEWPORT, baseURL: server.origin });
+  const context = await newBrowserContext(browser, { viewport: VIEWPORT, baseURL: server.origin });
   contexts.push(context);
   const page = await context.newPage();
   await watchPage(page, cspViolations);

@@ -12,7 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { demoApi, signInWithPassword, watchPage } from "./browser-session";
+import { BROWSER_WAIT_MS, demoApi, newBrowserContext, signInWithPassword, watchPage } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 import { renderTimingTraces } from "./render-timing-traces";
@@ -40,7 +40,7 @@ async function searchIds(family: string, body: Record<string, unknown>): Promise
 }
 
 async function newPage(colorScheme: "light" | "dark" = "light"): Promise<Page> {
-  const context = await browser.newContext({ viewport: VIEWPORT, colorScheme, baseURL: server.origin });
+  const context = await newBrowserContext(browser, { viewport: VIEWPORT, colorScheme, baseURL: server.origin });
   contexts.push(context);
   const page = await context.newPage();
   // Scalar's bundle tries eval on /docs and works without it (the policy keeps it blocked).
@@ -65,7 +65,7 @@ function runPath(family: string, query = ""): string {
 }
 
 async function waitForRows(page: Page, count: number): Promise<void> {
-  await expect.poll(() => page.locator("table.records tbody tr").count(), { timeout: 15_000 }).toBe(count);
+  await expect.poll(() => page.locator("table.records tbody tr").count(), { timeout: BROWSER_WAIT_MS }).toBe(count);
 }
 
 /** A page signed in as the demo admin, kept for the tests that follow each other through the views. */
@@ -332,7 +332,7 @@ describe("trace explorer", () => {
     expect(searches.length).toBeGreaterThan(0);
     expect(searches.length).toBeLessThan(4);
     // The total comes with the count request, after the rows (slower on a loaded machine).
-    await expect.poll(() => admin.getByTestId("page-range").textContent(), { timeout: 15_000 }).toBe(`1–${expected.length} of ${expected.length}`);
+    await expect.poll(() => admin.getByTestId("page-range").textContent(), { timeout: BROWSER_WAIT_MS }).toBe(`1–${expected.length} of ${expected.length}`);
     // Every match on screen is marked, case folded as the service folds it.
     const marks = await admin.locator("table.records tbody mark").allTextContents();
     expect(marks.length).toBeGreaterThan(0);
@@ -446,7 +446,7 @@ describe("trace explorer", () => {
 
     await admin.getByTestId("confirm-delete").click();
     const finished = admin.getByTestId("job-finished");
-    await finished.waitFor({ timeout: 90_000 });
+    await finished.waitFor();
     expect(await finished.getAttribute("data-status")).toBe("completed");
     expect(await finished.textContent()).toContain(`Deleted ${summary}`);
     expect(await admin.locator("progress").evaluate((p) => (p as unknown as { value: number; max: number }).value === (p as unknown as { max: number }).max)).toBe(true);
@@ -506,7 +506,7 @@ describe("trace explorer", () => {
     });
     await page.goto("/docs");
     expect(await page.locator("script[src]").evaluateAll((s) => s.map((e) => e.getAttribute("src")))).toEqual(["/vendor/scalar-api-reference.js"]);
-    await page.getByRole("heading", { name: "Trace store" }).first().waitFor({ timeout: 30_000 });
+    await page.getByRole("heading", { name: "Trace store" }).first().waitFor();
     await page.getByText("Organization jobs").first().waitFor();
     await shot(page, "api-reference");
     expect(elsewhere).toEqual([]);

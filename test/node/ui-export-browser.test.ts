@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { signInWithPassword } from "./browser-session";
+import { BROWSER_WAIT_MS, newBrowserContext, signInWithPassword } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -28,7 +28,7 @@ async function apiText(path: string, body: unknown): Promise<string> {
 }
 
 async function newPage(): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: server.origin, acceptDownloads: true });
+  const context = await newBrowserContext(browser, { viewport: { width: 1280, height: 800 }, baseURL: server.origin, acceptDownloads: true });
   contexts.push(context);
   const page = await context.newPage();
   page.on("pageerror", (error) => {
@@ -96,7 +96,7 @@ describe("exporting from the records table", () => {
     await menu.getByLabel("Redacted input and output").uncheck();
     await menu.getByRole("button", { name: "Export to a file" }).click();
     const job = page.getByTestId("export-job");
-    await expect.poll(() => job.getAttribute("data-status"), { timeout: 60_000 }).toBe("completed");
+    await expect.poll(() => job.getAttribute("data-status"), { timeout: BROWSER_WAIT_MS }).toBe("completed");
     const href = await job.getByRole("link").getAttribute("href");
     const file = await fetch(href!);
     expect(file.status).toBe(200);
@@ -128,7 +128,7 @@ describe("exporting from the records table", () => {
     const counts = `${before.would_delete.sessions} sessions, ${before.would_delete.traces} traces and ${before.would_delete.spans} spans`;
     await expect.poll(() => page.getByTestId("delete-dry-run").textContent()).toContain(counts);
     await page.getByTestId("confirm-delete-matching").click();
-    await expect.poll(() => page.getByTestId("delete-result").textContent(), { timeout: 60_000 }).toContain("Deleted");
+    await expect.poll(() => page.getByTestId("delete-result").textContent(), { timeout: BROWSER_WAIT_MS }).toContain("Deleted");
     await expect.poll(() => page.locator(".empty-table").count(), { timeout: 15_000 }).toBe(1);
   });
 });

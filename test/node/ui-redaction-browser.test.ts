@@ -12,7 +12,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { demoApi, signInWithPassword, watchPage } from "./browser-session";
+import { demoApi, newBrowserContext, signInWithPassword, watchPage } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -50,7 +50,7 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   // wrangler dev starts slowly on a loaded machine (other engineers' suites run beside this one).
   [server, browser] = await Promise.all([startDemoServer(420_000), launchChromium()]);
-  context = await browser.newContext({ viewport: VIEWPORT, baseURL: server.origin });
+  context = await newBrowserContext(browser, { viewport: VIEWPORT, baseURL: server.origin });
   page = await context.newPage();
   await watchPage(page, cspViolations);
   await signInWithPassword(page, server.demo.email, server.demo.password!);

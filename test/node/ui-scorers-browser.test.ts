@@ -16,7 +16,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { demoApi, signInWithPassword, watchPage } from "./browser-session";
+import { BROWSER_WAIT_MS, demoApi, newBrowserContext, signInWithPassword, watchPage } from "./browser-session";
 import { launchChromium } from "./chromium";
 import { type DemoServer, startDemoServer } from "./demo-server";
 
@@ -59,7 +59,7 @@ beforeAll(async () => {
   await new Promise<void>((done) => judge.listen(0, "127.0.0.1", done));
   judgeOrigin = `http://127.0.0.1:${(judge.address() as AddressInfo).port}`;
   [server, browser] = await Promise.all([startDemoServer(420_000), launchChromium()]);
-  context = await browser.newContext({ viewport: { width: 1280, height: 900 }, baseURL: server.origin });
+  context = await newBrowserContext(browser, { viewport: { width: 1280, height: 900 }, baseURL: server.origin });
   page = await context.newPage();
   await watchPage(page, cspViolations);
   await signInWithPassword(page, server.demo.email, server.demo.password!);
@@ -129,13 +129,13 @@ describe("scorers in the explorer", () => {
     });
     expect(written.status).toBe(200);
     const metricOf = async (id: string) => (await api<{ metrics?: Record<string, unknown> }>("GET", `/v2/projects/${server.demo.project_id}/spans/${id}`)).body.metrics?.says_thanks;
-    await expect.poll(() => metricOf(thanked), { timeout: 60_000 }).not.toBeUndefined();
-    await expect.poll(() => metricOf(curt), { timeout: 60_000 }).not.toBeUndefined();
+    await expect.poll(() => metricOf(thanked), { timeout: BROWSER_WAIT_MS }).not.toBeUndefined();
+    await expect.poll(() => metricOf(curt), { timeout: BROWSER_WAIT_MS }).not.toBeUndefined();
     expect(Boolean(await metricOf(thanked))).toBe(true);
     expect(Boolean(await metricOf(curt))).toBe(false);
 
     await page.reload();
-    await expect.poll(() => page.getByRole("region", { name: "Scorer says_thanks" }).getByTestId("scorer-counts").textContent(), { timeout: 30_000 }).toBe("2 scored · 0 pending · 0 in error");
+    await expect.poll(() => page.getByRole("region", { name: "Scorer says_thanks" }).getByTestId("scorer-counts").textContent(), { timeout: BROWSER_WAIT_MS }).toBe("2 scored · 0 pending · 0 in error");
     await page.screenshot({ path: join(ARTIFACTS, "scorers.png") });
   });
 
@@ -174,11 +174,11 @@ describe("scorers in the explorer", () => {
       await form.getByLabel("Project").selectOption({ label: "demo" });
       await form.getByLabel("Log stream").selectOption({ label: "default" });
       const records = form.getByLabel(/^Record/);
-      await expect.poll(() => records.locator("option").allTextContents(), { timeout: 30_000 }).toContainEqual(expect.stringContaining(record));
+      await expect.poll(() => records.locator("option").allTextContents(), { timeout: BROWSER_WAIT_MS }).toContainEqual(expect.stringContaining(record));
       await records.selectOption({ label: (await records.locator("option").allTextContents()).find((o) => o.includes(record))! });
       await form.getByRole("button", { name: "Run the test" }).click();
       const result = form.getByTestId("scorer-test-result");
-      await result.waitFor({ timeout: 30_000 });
+      await result.waitFor();
       return result;
     };
     const presetResult = await testOn("mentions_done", "kind reply");
@@ -201,14 +201,14 @@ describe("scorers in the explorer", () => {
     const range = { start_time: new Date(Date.now() - 3_600_000).toISOString(), end_time: new Date(Date.now() + 60_000).toISOString(), scorer_ids: [judgeScorer.body.id] };
     expect((await api("POST", `${settingsPath()}/backfill`, range)).status).toBe(200);
     const scoreOf = async (id: string) => (await api<{ metrics?: Record<string, unknown> }>("GET", `/v2/projects/${project}/spans/${id}`)).body.metrics?.courtesy;
-    await expect.poll(() => scoreOf(rude), { timeout: 60_000 }).toBe(0);
-    await expect.poll(() => scoreOf(kind), { timeout: 60_000 }).toBe(1);
+    await expect.poll(() => scoreOf(rude), { timeout: BROWSER_WAIT_MS }).toBe(0);
+    await expect.poll(() => scoreOf(kind), { timeout: BROWSER_WAIT_MS }).toBe(1);
 
     await page.goto(`/projects/${project}/log_streams/${server.demo.log_stream_id}/traces?open=${traceId}&span=${rude}`);
     const detail = page.getByTestId("record-detail").filter({ hasText: "rude reply" });
     // The view reads the trace and its spans (two searches) while the evaluation queue and the
-    // cron share the one local workerd: as long as the backfill's polls above, not the 30 s default.
-    await detail.waitFor({ timeout: 60_000 }).catch(async (error: unknown) => {
+    // cron share the one local workerd: the context's load-tolerant wait (BROWSER_WAIT_MS).
+    await detail.waitFor().catch(async (error: unknown) => {
       // What the trace view showed instead (an error notice, still loading, another record): CI
       // once timed out here at load 8+ and printed nothing to go on.
       console.error(`trace view at ${page.url()}:`, await page.getByTestId("trace-view").innerText().catch(() => "(no trace view)"));
@@ -216,7 +216,7 @@ describe("scorers in the explorer", () => {
       throw error;
     });
     const row = detail.getByTestId("record-scores").locator('tr[data-score="courtesy"]');
-    await expect.poll(() => row.textContent(), { timeout: 30_000 }).toContain("Insulting.");
+    await expect.poll(() => row.textContent(), { timeout: BROWSER_WAIT_MS }).toContain("Insulting.");
     expect(await row.getAttribute("data-status")).toBe("success");
     expect(await row.textContent()).toContain("judge-model");
     await page.getByTestId("trace-view").getByRole("treeitem").filter({ hasText: "kind reply" }).click();
