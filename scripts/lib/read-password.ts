@@ -12,7 +12,7 @@ export async function readPassword(prompt: string): Promise<string> {
   if (!process.stdin.isTTY) {
     let text = "";
     for await (const chunk of process.stdin) text += typeof chunk === "string" ? chunk : chunk.toString("utf8");
-    return text.replace(/\r?\n$/, "");
+    return passwordFromInput(text);
   }
   process.stderr.write(prompt);
   // Typed characters go nowhere: the prompt is written above, the answer never echoed.
@@ -24,4 +24,9 @@ export async function readPassword(prompt: string): Promise<string> {
     reader.close();
     process.stderr.write("\n");
   }
+}
+
+/** The password a piped standard input holds: all of it, without its final line break. */
+export function passwordFromInput(text: string): string {
+  return text.replace(/\r?\n$/, "");
 }
