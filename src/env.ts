@@ -48,8 +48,12 @@ export interface AlertEvaluationMessage {
 export type EvaluationMessage =
   | { kind: "score"; organizationId: string; projectId: string; runId: string; recordIds: string[] }
   | { kind: "backfill"; jobId: string }
-  /** Pending results past due whose delayed message never came, claimed by the cron's sweep (src/evaluations/due-results.ts); claimedAt in microseconds. */
-  | { kind: "due"; organizationId: string; projectId: string; runId: string; pairs: [string, string][]; claimedAt: number };
+  /**
+   * Pending results past due whose delayed message never came, claimed by the cron's sweep
+   * (src/evaluations/due-results.ts); claimedAt in microseconds; shard: the database they were
+   * claimed on (a partition's shard; absent in messages of older workers: the project's own).
+   */
+  | { kind: "due"; organizationId: string; projectId: string; runId: string; pairs: [string, string][]; claimedAt: number; shard?: string };
 
 declare global {
   namespace Cloudflare {
