@@ -46,7 +46,8 @@ export interface AlertEvaluationMessage {
  * or updated just now), advance a backfill job, or score pending results past due.
  */
 export type EvaluationMessage =
-  | { kind: "score"; organizationId: string; projectId: string; runId: string; recordIds: string[] }
+  /** intake: the write's marker of these ids (src/evaluations/scoring-intake.ts), deleted once handled. */
+  | { kind: "score"; organizationId: string; projectId: string; runId: string; recordIds: string[]; intake?: { shard: string; id: string } }
   | { kind: "backfill"; jobId: string }
   /**
    * Pending results past due whose delayed message never came, claimed by the cron's sweep

@@ -22,6 +22,7 @@ import type { Env, EvaluationMessage } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { resultStatements, type ScoreOutcome } from "./result-writes";
 import { projectDatabase, scoreWrittenRecords, type scoreChunk } from "./score-records";
+import { sweepIntake } from "./scoring-intake";
 
 /** Pending results claimed per record database and cron run: the sweep's work per minute is bounded. */
 export const DUE_PER_DATABASE = 200;
@@ -46,10 +47,13 @@ export async function claimDueResults(db: D1Database, nowMs: number, limit = DUE
 }
 
 /**
- * The cron's step: claims each database's due results and queues them, a message per run. A
- * database that fails is logged and left to the next minute; the others go on.
+ * The cron's step: sends again the writes' scoring messages that never came (scoring-intake.ts),
+ * then claims each database's due results and queues them, a message per run. A database that
+ * fails is logged and left to the next minute; the others go on.
  */
 export async function sweepDueResults(env: Env, nowMs: number = Date.now(), limit = DUE_PER_DATABASE): Promise<number> {
+  // The writes' markers whose scoring message never came or never finished (scoring-intake.ts).
+  await sweepIntake(env, nowMs);
   let claimed = 0;
   for (const shard of allRecordDatabases(env)) {
     try {
