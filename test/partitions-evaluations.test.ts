@@ -4,8 +4,9 @@
  * records sit in partitions on SHARD_0 and SHARD_1 gets every record scored wherever it is
  * stored (new records, late children written while the open partition is elsewhere), its
  * backfill covers both shards, the cron's safety net scores a pending result on the second
- * shard, each result lives beside its record, and the scores read back as metrics (filters,
- * metrics/search averages) and in the scorer's counts from both shards.
+ * shard, a scorer is tested on a record there, each result lives beside its record, and the
+ * scores read back as metrics (filters, metrics/search averages) and in the scorer's counts
+ * from both shards.
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -146,6 +147,12 @@ describe("online evaluations across partition shards", () => {
     const scorer = await fetchAs(tenant, {}, `/v2/scorers/${isJson}`);
     expect(scorer.status, JSON.stringify(scorer.body)).toBe(200);
     expect(scorer.body.counts).toEqual({ pending: 0, success: 10, error: 0 });
+  });
+
+  it("tests a scorer on a record stored in a partition on the other shard", async () => {
+    const answer = await fetchAs(tenant, {}, `/v2/scorers/${isJson}/test`, { project_id: p.projectId, record_id: TRACES[3] });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body).toMatchObject({ record_id: TRACES[3], result: { status_type: "success", value: 1 } });
   });
 
   it("backfills a range covering both shards as one org-job, each result beside its record", async () => {
