@@ -46,10 +46,15 @@ export interface AlertEvaluationMessage {
  * or updated just now), advance a backfill job, or score pending results past due.
  */
 export type EvaluationMessage =
-  | { kind: "score"; organizationId: string; projectId: string; runId: string; recordIds: string[] }
+  /** intake: the write's marker of these ids (src/evaluations/scoring-intake.ts), deleted once handled. */
+  | { kind: "score"; organizationId: string; projectId: string; runId: string; recordIds: string[]; intake?: { shard: string; id: string } }
   | { kind: "backfill"; jobId: string }
-  /** Pending results past due whose delayed message never came, claimed by the cron's sweep (src/evaluations/due-results.ts); claimedAt in microseconds. */
-  | { kind: "due"; organizationId: string; projectId: string; runId: string; pairs: [string, string][]; claimedAt: number };
+  /**
+   * Pending results past due whose delayed message never came, claimed by the cron's sweep
+   * (src/evaluations/due-results.ts); claimedAt in microseconds; shard: the database they were
+   * claimed on (a partition's shard; absent in messages of older workers: the project's own).
+   */
+  | { kind: "due"; organizationId: string; projectId: string; runId: string; pairs: [string, string][]; claimedAt: number; shard?: string };
 
 declare global {
   namespace Cloudflare {

@@ -8,11 +8,18 @@
  * was saved already does nothing more; the results' writes are idempotent anyway). A backfill
  * may replace a result of an older version of its scorer (the only way a new version re-scores).
  * Scorers not in the run's settings run with no filters, their own node types and rate 1.
+ *
+ * A project whose partitions sit on several shards (contract section 13) is backfilled shard by
+ * shard: the project's own shard, then each other shard holding a partition, in the order its
+ * first partition opened (projectRecordDatabases). The saved `family` counts passes over
+ * (shard, family): pass = shard index x 3 + family, so a project on one shard saves exactly what
+ * it saved before partitions, and a job in flight when partitions landed continues where it was.
+ * Each chunk's results are written on the shard it was read from, beside its records.
  */
 import { microsToIso, nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { judgeRecords } from "./judge-calls";
-import { activeScorers, projectDatabase, RECORDS_PER_CHUNK, scoreChunk, type ScoringContext } from "./score-records";
+import { activeScorers, projectRecordDatabases, RECORDS_PER_CHUNK, scoreChunk, type ScoringContext } from "./score-records";
 import { type RunSettings, runSettings } from "./run-settings";
 import { SCORABLE_COLUMNS, type ScorableRecord } from "./scorable-record";
 
@@ -72,16 +79,20 @@ export async function advanceBackfill(env: Env, jobId: string): Promise<"continu
   const started = Date.now();
   for (let chunk = 0; chunk < CHUNKS_PER_MESSAGE && Date.now() - started < MESSAGE_BUDGET_MS; chunk++) {
     const state = await env.DB.prepare("SELECT b.*, j.status FROM evaluation_backfills AS b JOIN org_jobs AS j ON j.id = b.job_id WHERE b.job_id = ?1").bind(jobId).first<BackfillState>();
-    if (!state || (state.status !== "queued" && state.status !== "running") || state.family >= FAMILIES.length) return "done";
+    if (!state || (state.status !== "queued" && state.status !== "running")) return "done";
+    const databases = await projectRecordDatabases(env, state.organization_id, state.project_id);
+    const passes = databases.length * FAMILIES.length;
+    if (state.family >= passes) return "done";
     const settings = backfillSettings(await runSettings(env, state.run_id, true), state.scorer_ids ? (JSON.parse(state.scorer_ids) as string[]) : null);
     const scorers = await activeScorers(env, state.organization_id, settings);
-    const { db } = await projectDatabase(env, state.organization_id, state.project_id);
-    const records = scorers.length === 0 ? [] : (await db.prepare(READ_CHUNK).bind(state.run_id, FAMILIES[state.family], state.start_time, state.end_time, state.after_created_at, state.after_id ?? "", RECORDS_PER_CHUNK).all<ScorableRecord>()).results;
+    const { db } = databases[Math.floor(state.family / FAMILIES.length)]!;
+    const family = FAMILIES[state.family % FAMILIES.length];
+    const records = scorers.length === 0 ? [] : (await db.prepare(READ_CHUNK).bind(state.run_id, family, state.start_time, state.end_time, state.after_created_at, state.after_id ?? "", RECORDS_PER_CHUNK).all<ScorableRecord>()).results;
     const ctx: ScoringContext = { env, organizationId: state.organization_id, projectId: state.project_id, settings, scorers, backfill: true };
     const tally = records.length > 0 ? await scoreChunk(ctx, db, records, judgeRecords) : { scored: 0, skipped: 0, errors: 0 };
     const last = records[records.length - 1];
-    const next = scorers.length === 0 ? { family: FAMILIES.length, at: null, id: null } : records.length < RECORDS_PER_CHUNK ? { family: state.family + 1, at: null, id: null } : { family: state.family, at: last!.created_at, id: last!.id };
-    const done = next.family >= FAMILIES.length;
+    const next = scorers.length === 0 ? { family: passes, at: null, id: null } : records.length < RECORDS_PER_CHUNK ? { family: state.family + 1, at: null, id: null } : { family: state.family, at: last!.created_at, id: last!.id };
+    const done = next.family >= passes;
     const [saved] = await env.DB.batch([
       env.DB.prepare("UPDATE evaluation_backfills SET family = ?2, after_created_at = ?3, after_id = ?4, step = step + 1 WHERE job_id = ?1 AND step = ?5").bind(jobId, next.family, next.at, next.id, state.step),
       env.DB.prepare(

@@ -9,10 +9,11 @@
  * 1. one conditional UPDATE claims at most DUE_PER_DATABASE of them, oldest due first, by moving
  *    their `due_at` DUE_LEASE_MS ahead (two crons running at once never claim the same row, and a
  *    lost `due` message is swept again after the lease);
- * 2. a `due` message per run (organization, project, run, the claimed pairs) goes to the queue;
+ * 2. a `due` message per run (organization, project, run, the claimed pairs, the database they
+ *    were claimed on: a partition's shard, not necessarily the project's own) goes to the queue;
  * 3. its handler scores the records as after a write (score-records.ts: the run's settings and
  *    scorers of now, the same upserts, so a result stays exactly one per record and scorer
- *    version), then settles the claimed pairs that scoring left untouched (the scorer is no
+ *    version; the records found on whichever shard holds their partition), then settles the claimed pairs that scoring left untouched (the scorer is no
  *    longer on the run, was deleted, or no longer selects the record) as `not_applicable` with
  *    the reason, instead of sweeping them forever.
  */
@@ -21,6 +22,7 @@ import type { Env, EvaluationMessage } from "../env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 import { resultStatements, type ScoreOutcome } from "./result-writes";
 import { projectDatabase, scoreWrittenRecords, type scoreChunk } from "./score-records";
+import { sweepIntake } from "./scoring-intake";
 
 /** Pending results claimed per record database and cron run: the sweep's work per minute is bounded. */
 export const DUE_PER_DATABASE = 200;
@@ -45,10 +47,13 @@ export async function claimDueResults(db: D1Database, nowMs: number, limit = DUE
 }
 
 /**
- * The cron's step: claims each database's due results and queues them, a message per run. A
- * database that fails is logged and left to the next minute; the others go on.
+ * The cron's step: sends again the writes' scoring messages that never came (scoring-intake.ts),
+ * then claims each database's due results and queues them, a message per run. A database that
+ * fails is logged and left to the next minute; the others go on.
  */
 export async function sweepDueResults(env: Env, nowMs: number = Date.now(), limit = DUE_PER_DATABASE): Promise<number> {
+  // The writes' markers whose scoring message never came or never finished (scoring-intake.ts).
+  await sweepIntake(env, nowMs);
   let claimed = 0;
   for (const shard of allRecordDatabases(env)) {
     try {
@@ -66,7 +71,7 @@ export async function sweepDueResults(env: Env, nowMs: number = Date.now(), limi
         const organizationId = organizationOf.get(row.project_id);
         if (!organizationId) continue; // a project deleted since: its results go with it
         const key = `${row.project_id}\u0000${row.run_id}`;
-        const message = byRun.get(key) ?? { kind: "due", organizationId, projectId: row.project_id, runId: row.run_id, pairs: [], claimedAt };
+        const message = byRun.get(key) ?? { kind: "due", organizationId, projectId: row.project_id, runId: row.run_id, pairs: [], claimedAt, shard };
         message.pairs.push([row.record_id, row.scorer_id]);
         byRun.set(key, message);
       }
@@ -87,7 +92,8 @@ WHERE er.project_id = ?1 AND (er.record_id, er.scorer_id) IN (SELECT value ->> 0
 
 /** Handles a `due` message: scores the records now, then settles what scoring no longer reaches. */
 export async function handleDueMessage(env: Env, message: DueMessage, judge: Parameters<typeof scoreChunk>[3]): Promise<void> {
-  const { db } = await projectDatabase(env, message.organizationId, message.projectId);
+  // The results sit beside their records, on the shard of their partition, where they were claimed.
+  const db = message.shard ? shardDatabase(env, message.shard) : (await projectDatabase(env, message.organizationId, message.projectId)).db;
   await scoreWrittenRecords(env, { ...message, recordIds: [...new Set(message.pairs.map(([recordId]) => recordId))] }, judge);
   const untouched = await db.prepare(UNTOUCHED).bind(message.projectId, JSON.stringify(message.pairs), message.claimedAt).all<{ record_id: string; scorer_id: string; version_id: string; info: string; record_type: string }>();
   if (untouched.results.length === 0) return;

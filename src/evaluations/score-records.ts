@@ -1,12 +1,16 @@
 /**
  * Scoring records of one run after their write (the evaluation queue's `score` messages): the
- * run's settings and scorers from the catalog, the records from the project's database (through
- * the project's route, as every reader), each applicable (record, scorer) computed and stored
- * exactly once (result-writes.ts). Presets run here; LLM judges through judge-calls.ts.
+ * run's settings and scorers from the catalog, the records from the database of their partition
+ * (the project's own shard first, through its route as every reader; the records it does not
+ * hold on the other shards holding a partition of the project: contract section 13), each
+ * applicable (record, scorer) computed and stored exactly once (result-writes.ts) on the shard
+ * that holds the record, beside it. Presets run here; LLM judges through judge-calls.ts.
  */
 import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import type { Principal } from "../http/app-env";
+import { projectPartitions } from "../partitions/partition-catalog";
+import { otherShardsOf } from "../partitions/read-shards";
 import { projectRoute } from "../shards/project-routing";
 import { shardDatabase } from "../shards/shard-config";
 import { requestUpkeep } from "../upkeep/upkeep-request";
@@ -130,6 +134,44 @@ export async function projectDatabase(env: Env, organizationId: string, projectI
   return { db: shardDatabase(env, route.shard), shard: route.shard };
 }
 
+export interface RecordDatabase {
+  db: D1Database;
+  shard: string;
+}
+
+/**
+ * The databases that may hold the project's records: its own shard first, then one per other
+ * shard holding a partition of it (the catalog's partitions, cached per isolate for 4 s), in the
+ * order their first partition opened. A project on one shard: just its own.
+ */
+export async function projectRecordDatabases(env: Env, organizationId: string, projectId: string): Promise<RecordDatabase[]> {
+  const [home, partitions] = await Promise.all([projectDatabase(env, organizationId, projectId), projectPartitions(env, projectId)]);
+  return [home, ...otherShardsOf(partitions, home.shard).map((p) => ({ db: shardDatabase(env, p.shard), shard: p.shard }))];
+}
+
+/**
+ * Reads these records of the run wherever they are stored: on the project's own shard, then the
+ * ones it did not hold on the project's other partition shards, in parallel (the partitions are
+ * read only then, so a project on one shard costs what it did before partitions). Each shard's
+ * records, with that shard's database.
+ */
+export async function readRecordsAnywhere(env: Env, home: RecordDatabase, projectId: string, runId: string, ids: string[]): Promise<{ at: RecordDatabase; records: ScorableRecord[] }[]> {
+  const found = (await home.db.prepare(READ_RECORDS).bind(projectId, JSON.stringify(ids), runId).all<ScorableRecord>()).results;
+  const answers = [{ at: home, records: found }];
+  if (found.length === ids.length) return answers;
+  const others = otherShardsOf(await projectPartitions(env, projectId), home.shard);
+  if (others.length === 0) return answers;
+  const held = new Set(found.map((r) => r.id));
+  const missing = JSON.stringify(ids.filter((id) => !held.has(id)));
+  const more = await Promise.all(
+    others.map(async (p) => {
+      const at = { db: shardDatabase(env, p.shard), shard: p.shard };
+      return { at, records: (await at.db.prepare(READ_RECORDS).bind(projectId, missing, runId).all<ScorableRecord>()).results };
+    }),
+  );
+  return [...answers, ...more];
+}
+
 /** Handles one `score` message: the records of one run written just now. */
 export async function scoreWrittenRecords(
   env: Env,
@@ -140,15 +182,21 @@ export async function scoreWrittenRecords(
   if (!settings) return;
   const scorers = await activeScorers(env, message.organizationId, settings);
   if (scorers.length === 0) return;
-  const { db, shard } = await projectDatabase(env, message.organizationId, message.projectId);
+  const home = await projectDatabase(env, message.organizationId, message.projectId);
   const ctx: ScoringContext = { env, organizationId: message.organizationId, projectId: message.projectId, settings, scorers };
-  let wrote = false;
+  const wrote = new Set<string>();
   for (let i = 0; i < message.recordIds.length; i += RECORDS_PER_CHUNK) {
     const ids = message.recordIds.slice(i, i + RECORDS_PER_CHUNK);
-    const records = (await db.prepare(READ_RECORDS).bind(message.projectId, JSON.stringify(ids), message.runId).all<ScorableRecord>()).results;
-    const tally = await scoreChunk(ctx, db, records, judge);
-    if (tally.scored > 0) wrote = true;
+    for (const { at, records } of await readRecordsAnywhere(env, home, message.projectId, message.runId, ids)) {
+      if (records.length === 0) continue;
+      // Each shard's results are written on it, beside their records.
+      const tally = await scoreChunk(ctx, at.db, records, judge);
+      if (tally.scored > 0) wrote.add(at.shard);
+    }
   }
   // The metric cells (metrics/search, the dashboard) catch up like after any write.
-  if (wrote && env.UPKEEP_AFTER_WRITES !== "false") await requestUpkeep(env, shard).catch((error) => console.error(`evaluations: could not request the upkeep of ${shard}: ${error instanceof Error ? error.message : String(error)}`));
+  if (env.UPKEEP_AFTER_WRITES === "false") return;
+  for (const shard of wrote) {
+    await requestUpkeep(env, shard).catch((error) => console.error(`evaluations: could not request the upkeep of ${shard}: ${error instanceof Error ? error.message : String(error)}`));
+  }
 }

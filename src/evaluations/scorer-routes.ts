@@ -14,7 +14,7 @@ import { judgeOnce } from "./judge-calls";
 import { parsePresetParams, PRESET_NAMES } from "./preset-definitions";
 import { runPreset } from "./preset-scorers";
 import { SCORABLE_COLUMNS, type ScorableRecord } from "./scorable-record";
-import { projectDatabase } from "./score-records";
+import { projectRecordDatabases } from "./score-records";
 import { type LlmDefinition, OUTPUT_TYPES, scorerAnswer, scorerById, scorerHealth, SCORER_SELECT, type ScorerRow, type VersionDefinition, versionAnswer, type VersionRow } from "./scorer-store";
 
 export const SCORER_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -244,8 +244,10 @@ export function registerScorers(app: Router): void {
     const scorer = await mustFind(c.env, principal.organizationId, c.req.valid("param").scorer_id);
     const b = c.req.valid("json");
     if (!scorer.version_id || !scorer.v_definition) throw new RequestValidationError([{ loc: ["path", "scorer_id"], msg: "Value error, the scorer has no version yet: add one first", type: "value_error" }]);
-    const { db } = await projectDatabase(c.env, principal.organizationId, b.project_id);
-    const record = await db.prepare(`SELECT ${SCORABLE_COLUMNS} FROM records WHERE project_id = ?1 AND id = ?2`).bind(b.project_id, b.record_id).first<ScorableRecord>();
+    // The record wherever its partition is: the project's shard, else its other partition shards (contract section 13).
+    const [home, ...others] = await projectRecordDatabases(c.env, principal.organizationId, b.project_id);
+    const read = (db: D1Database) => db.prepare(`SELECT ${SCORABLE_COLUMNS} FROM records WHERE project_id = ?1 AND id = ?2`).bind(b.project_id, b.record_id).first<ScorableRecord>();
+    const record = (await read(home!.db)) ?? (await Promise.all(others.map((o) => read(o.db)))).find((r) => r !== null) ?? null;
     if (!record) throw notFound("Record");
     const definition = JSON.parse(scorer.v_definition) as VersionDefinition;
     let result: Record<string, unknown>;

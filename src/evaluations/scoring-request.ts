@@ -3,10 +3,12 @@
  * note the records each request wrote (`writtenRecords`, set by src/ingest/scorable-writes.ts);
  * once the request is answered, this middleware looks up each run's settings (cached per
  * isolate) and, for a run with scorers enabled, sends its record ids to the evaluation queue in
- * messages of at most MAX_IDS_PER_MESSAGE ids. A failure is logged and costs the write nothing.
+ * messages of at most MAX_IDS_PER_MESSAGE ids. A failure is logged and costs the write nothing;
+ * a write that stored intake markers (scoring-intake.ts) is sent again by the cron if its
+ * messages never arrive or are dropped.
  */
 import type { MiddlewareHandler } from "hono";
-import type { Env } from "../env";
+import type { Env, EvaluationMessage } from "../env";
 import type { AppEnv } from "../http/app-env";
 import { runSettings } from "./run-settings";
 
@@ -19,7 +21,7 @@ export const MAX_IDS_PER_MESSAGE = 500;
  * them if the run has none. Otherwise one failed read after the answer would leave the request's
  * records unscored with no reason anywhere.
  */
-async function hasScorers(env: Env, runId: string): Promise<boolean> {
+export async function runMayHaveScorers(env: Env, runId: string): Promise<boolean> {
   try {
     return (await runSettings(env, runId)) !== null;
   } catch (error) {
@@ -29,14 +31,19 @@ async function hasScorers(env: Env, runId: string): Promise<boolean> {
 }
 
 export async function enqueueScoring(env: Env, written: NonNullable<AppEnv["Variables"]["writtenRecords"]>): Promise<void> {
+  const messages: { body: EvaluationMessage }[] = [];
   for (const w of written) {
-    if (w.ids.length === 0 || !(await hasScorers(env, w.runId))) continue;
-    const messages = [];
-    for (let i = 0; i < w.ids.length; i += MAX_IDS_PER_MESSAGE) {
-      messages.push({ body: { kind: "score" as const, organizationId: w.organizationId, projectId: w.projectId, runId: w.runId, recordIds: w.ids.slice(i, i + MAX_IDS_PER_MESSAGE) } });
+    if (w.ids.length === 0) continue;
+    const scope = { organizationId: w.organizationId, projectId: w.projectId, runId: w.runId };
+    // A write that stored markers sends one message per marker, naming it (the consumer deletes it).
+    if (w.intake) {
+      for (const marker of w.intake.markers) messages.push({ body: { kind: "score", ...scope, recordIds: marker.ids, intake: { shard: w.intake.shard, id: marker.id } } });
+      continue;
     }
-    for (let i = 0; i < messages.length; i += 100) await env.EVALUATION_QUEUE.sendBatch(messages.slice(i, i + 100));
+    if (!(await runMayHaveScorers(env, w.runId))) continue;
+    for (let i = 0; i < w.ids.length; i += MAX_IDS_PER_MESSAGE) messages.push({ body: { kind: "score", ...scope, recordIds: w.ids.slice(i, i + MAX_IDS_PER_MESSAGE) } });
   }
+  for (let i = 0; i < messages.length; i += 100) await env.EVALUATION_QUEUE.sendBatch(messages.slice(i, i + 100));
 }
 
 export const scoringAfterWrites: MiddlewareHandler<AppEnv> = async (c, next) => {

@@ -19,6 +19,13 @@ export interface AppEnv {
     /** The databases this request wrote records to: their upkeep is requested once it is answered (src/upkeep). */
     writtenShards?: Set<string>;
     /** The records this request wrote, per run: their scoring is queued once it is answered (src/evaluations). */
-    writtenRecords?: { organizationId: string; projectId: string; runId: string; ids: string[] }[];
+    writtenRecords?: {
+      organizationId: string;
+      projectId: string;
+      runId: string;
+      ids: string[];
+      /** The markers the write stored with these records (src/evaluations/scoring-intake.ts): one message each. */
+      intake?: { shard: string; markers: { id: string; ids: string[] }[] };
+    }[];
   };
 }

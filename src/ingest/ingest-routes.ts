@@ -20,7 +20,8 @@ import { partitionRootsStatement, registerPartitionStatement, rootsOf } from "..
 import { projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition } from "./root-partitions";
 import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
-import { noteScorableWrite } from "./scorable-writes";
+import type { IntakeMarker } from "../evaluations/scoring-intake";
+import { noteScorableWrite, scorableMarkStatement, scoringMarks } from "./scorable-writes";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
 const SessionBody = CreateSessionRequest.superRefine(refineRunSelector);
@@ -77,11 +78,13 @@ export async function ingestInto(
 ) {
   const principal = c.get("principal");
   // The partitions are read beside the run (cached): partitionForNewRoots then finds them cached.
-  const [run, prices, redaction] = await Promise.all([
+  const [run, prices, redaction, , marks] = await Promise.all([
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     priceBookFor(c.env.DB, principal.organizationId),
     redactionFor(c.env.DB, projectId),
     projectPartitions(c.env, projectId),
+    // Whether the run may have scorers (cached): its records' scoring markers go in the batch.
+    scoringMarks(c.env, selector.runId),
   ]);
   const now = nowMicros();
   // New roots go to the open partition (docs/partitions.md); records already stored keep theirs.
@@ -94,6 +97,7 @@ export async function ingestInto(
   const patchable = batch.records.filter((r) => r.record_type !== "session").map((r) => r.id);
   // Records whose root is stored in a partition on another shard go there (root-partitions.ts).
   const { groups, release } = await groupByRootPartition(c.env, await projectPartitions(c.env, projectId), partition, batch);
+  const intakes: { shard: string; markers: IntakeMarker[] }[] = [];
   const written = await Promise.all(
     groups
       .filter((group, i) => i === 0 || group.batch.records.length > 0)
@@ -102,23 +106,30 @@ export async function ingestInto(
           c,
           projectId,
           "write",
-          ({ db }) =>
-            runWriteBatch(db, [
+          ({ db, route }) => {
+            const mark = marks && run.runId === selector.runId ? scorableMarkStatement(db, scope, group.batch.records.map((r) => r.id), now) : null;
+            return runWriteBatch(db, [
               ...shardMembershipStatements(db, run),
               registerPartitionStatement(db, group.partition),
               ...linkStoredSpansStatements(db, group.batch, scope),
               ...recordWriteStatements(db, group.batch, scope),
               ...adoptHeldStatements(db, group.adopt),
               ...heldPatchStatements(db, groups.length === 1 ? patchable : patchableIn(group.batch, patchable), run.runId),
+              ...(mark ? [mark.statement] : []),
               partitionRootsStatement(db, group.partition),
-            ]),
+            ]).then((results) => {
+              if (mark) intakes.push({ shard: route.shard, markers: mark.markers });
+              return results;
+            });
+          },
           { shardOf: shardOfPartition(c.env, group.partition) },
         ),
       ),
   );
   await releaseHeld(c.env, release);
   await afterPartitionWrite(c.env, principal.organizationId, partition, rootsOf(written[0]!.at(-1)));
-  noteScorableWrite(c, scope, batch.records.map((r) => r.id));
+  if (intakes.length > 0) for (const intake of intakes) noteScorableWrite(c, scope, intake.markers.flatMap((m) => m.ids), intake);
+  else noteScorableWrite(c, scope, batch.records.map((r) => r.id));
   return { run, batch };
 }
 

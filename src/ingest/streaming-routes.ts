@@ -33,7 +33,8 @@ import { registerPartitionStatement } from "../partitions/shard-partitions";
 import { openPartitionOf, projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition, partitionOfRecord } from "./root-partitions";
 import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
-import { noteScorableWrite } from "./scorable-writes";
+import type { IntakeMarker } from "../evaluations/scoring-intake";
+import { noteScorableWrite, scorableMarkStatement, scoringMarks } from "./scorable-writes";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
 import { redactPatch } from "../redaction/redact-record";
@@ -162,11 +163,13 @@ export function registerStreamingIngest(app: Router): void {
     const selector = runSelectorOf(body);
     const principal = c.get("principal");
     // The partitions are read beside the run (cached): partitionForNewRoots then finds them cached.
-    const [run, prices, redaction] = await Promise.all([
+    const [run, prices, redaction, , marks] = await Promise.all([
       ownedRunWithProject(database(c.env.DB), principal, project_id, selector),
       priceBookFor(c.env.DB, principal.organizationId),
       redactionFor(c.env.DB, project_id),
       projectPartitions(c.env, project_id),
+      // Whether the run may have scorers (cached): the spans' scoring marker goes in the batch.
+      scoringMarks(c.env, selector.runId),
     ]);
     const now = nowMicros();
     // Spans follow their trace's partition when it is stored (write-records.ts); else the open one.
@@ -189,24 +192,31 @@ export function registerStreamingIngest(app: Router): void {
     const target = group.partition;
     const spanIds = batch.records.map((r) => r.id);
     const scope = { organizationId: principal.organizationId, projectId: project_id, runId: run.runId };
+    let intake: { shard: string; markers: IntakeMarker[] } | undefined;
     const results = await onProjectShard(
       c,
       project_id,
       "write",
-      ({ db }) =>
-        runWriteBatch(db, [
+      ({ db, route }) => {
+        const mark = marks && run.runId === selector.runId ? scorableMarkStatement(db, scope, spanIds, now) : null;
+        return runWriteBatch(db, [
           ...shardMembershipStatements(db, run),
           registerPartitionStatement(db, target),
           ...recordWriteStatements(db, batch, scope),
           ...linkToStoredTraceStatements(db, spanIds, scope),
           ...adoptHeldStatements(db, group.adopt),
           ...heldPatchStatements(db, spanIds, run.runId),
+          ...(mark ? [mark.statement] : []),
           traceSessionQuery(db, body.trace_id, scope),
-        ]),
+        ]).then((written) => {
+          intake = mark ? { shard: route.shard, markers: mark.markers } : undefined;
+          return written;
+        });
+      },
       { shardOf: shardOfPartition(c.env, target) },
     );
     await releaseHeld(c.env, release);
-    noteScorableWrite(c, scope, spanIds);
+    noteScorableWrite(c, scope, spanIds, intake);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return c.json(
       {
