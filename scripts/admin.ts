@@ -16,6 +16,7 @@
  *   npm run --silent admin -- default-retention --org <organization_id> --days 90|none
  *   npm run --silent admin -- move-project --project <project_id> --to SHARD_1 [--wait]
  *   npm run --silent admin -- move-status --project <project_id>
+ *   npm run --silent admin -- move-partition --project <project_id> --partition <id|seq> --to SHARD_2 [--wait]
  */
 import { parseArgs } from "node:util";
 import {
@@ -34,6 +35,7 @@ import { readPassword } from "./lib/read-password";
 import { exportShardCommand, importShardCommand } from "./lib/backup-commands";
 import { moveProjectCommand, moveStatusCommand } from "./lib/move-commands";
 import { rollPartitionCommand } from "./lib/partition-commands";
+import { isPartitionRef, movePartitionCommand } from "./lib/partition-move-commands";
 import { shardsReport } from "./lib/shard-report";
 import { closeLocalD1 } from "./lib/local-d1";
 import { type D1Target, WranglerError } from "./lib/wrangler";
@@ -59,6 +61,9 @@ Commands:
                   moves the project's records to another shard while the service runs
                   (docs/sharding.md, "Moving a project"); again on a paused move: resumes it
   move-status     --project PROJECT_ID | --move MOVE_ID   a move's phase and progress
+  move-partition  --project PROJECT_ID --partition ID|SEQ --to SHARD [--wait] [--timeout S] [--url URL]
+                  moves one closed partition to a shard holding nothing of the project, online
+                  (docs/sharding.md, "Moving a partition"); again on a paused move: resumes it
   roll-partition  --project PROJECT_ID    closes the project's open partition and opens a new one
                   on the shard with the most room (docs/partitions.md)
   export-shard    --shard BINDING --output FILE   the shard's tables as SQL, without the text index
@@ -73,7 +78,7 @@ Where:
 Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key", "key_id"}
 (the key is shown once, only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
 {"organization_id", "default_retention_days"} (default-retention),
-{"move_id", "phase", "status", "progress", ...} (move-project, move-status),
+{"move_id", "phase", "status", "progress", ...} (move-project, move-partition, move-status),
 {"project_id", "closed", "opened", "shard"} (roll-partition),
 {"shard", "file", "tables"} (export-shard), {"shard", "file", "records", ...} (import-shard).
 
@@ -140,6 +145,7 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       days: { type: "string" },
       project: { type: "string" },
       move: { type: "string" },
+      partition: { type: "string" },
       to: { type: "string" },
       url: { type: "string" },
       wait: { type: "boolean" },
@@ -210,6 +216,17 @@ async function main(argv: string[]): Promise<Record<string, unknown>> {
       if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
       const url = typeof values.url === "string" ? values.url.replace(/\/+$/, "") : "http://127.0.0.1:8787";
       return moveProjectCommand({ projectId, to, url, wait: values.wait === true, timeoutSeconds: timeout }, target);
+    }
+    case "move-partition": {
+      const projectId = uuidOption(values, "project");
+      const partition = required(values, "partition").trim();
+      if (!isPartitionRef(partition)) throw new UsageError(`--partition must be a partition id (a UUID) or its number in the project (1, 2, ...), got ${JSON.stringify(partition)}`);
+      const to = required(values, "to").trim();
+      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(to)) throw new UsageError(`--to must be a D1 binding name such as SHARD_1, got ${JSON.stringify(to)}`);
+      const timeout = values.timeout === undefined ? 3600 : Number(values.timeout);
+      if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+      const url = typeof values.url === "string" ? values.url.replace(/\/+$/, "") : "http://127.0.0.1:8787";
+      return movePartitionCommand({ projectId, partition, to, url, wait: values.wait === true, timeoutSeconds: timeout }, target);
     }
     case "move-status": {
       if (values.move !== undefined) return moveStatusCommand({ moveId: uuidOption(values, "move") }, target);
