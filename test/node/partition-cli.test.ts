@@ -3,9 +3,9 @@
  * `npm run admin -- roll-partition` as an operator runs it (docs/partitions.md, contract section
  * 13), against local D1 databases in a temporary directory: it prints `{project_id, closed,
  * opened, shard}` and exits 0; a malformed project id is a usage error (2), an unknown project a
- * message and exit 1, and neither changes anything. `move-partition` refuses what cannot move with
- * the reason (exit 1) or a malformed partition (exit 2), changing nothing, and asks for a move of a
- * closed partition (the worker runs it: test/partition-moves.test.ts).
+ * message and exit 1, and neither changes anything. `move-partition` refuses an unknown or open
+ * partition with the reason (exit 1), changing nothing, asks for a move of a closed partition (the
+ * worker runs it: test/partition-moves.test.ts) and refuses a second.
  */
 import { spawn } from "node:child_process";
 import { rmSync } from "node:fs";
@@ -85,15 +85,11 @@ describe("move-partition", () => {
   const move = (...args: string[]) => admin("move-partition", "--project", SPREAD, "--url", "http://127.0.0.1:9", ...args);
 
   it("refuses what cannot move with the reason, changing nothing; asks for the move of a closed partition; refuses a second", async () => {
-    const malformed = await move("--partition", "two", "--to", "DB");
-    expect(malformed.code).toBe(2);
-    expect(malformed.stderr).toMatch(/--partition must be a partition id/);
+    // Each run is a process start (seconds on a loaded machine): the other refusals' reasons are
+    // checked in test/partition-moves.test.ts, as the function both sides call.
     const refusals: [string[], RegExp][] = [
       [["--partition", "9", "--to", "DB"], /has no partition 9 \(its partitions: 1 bbbbbbbb-0000-4000-8000-000000000001 on SHARD_0, closed; 2 /],
       [["--partition", "3", "--to", "SHARD_1"], /partition 3 .* is the project's open partition.*roll-partition --project/],
-      [["--partition", "2", "--to", "SHARD_0"], /SHARD_0 is the project's own shard/],
-      [["--partition", "bbbbbbbb-0000-4000-8000-000000000001", "--to", "DB"], /the project's own shard .*move-project/],
-      [["--partition", "2", "--to", "SHARD_9"], /unknown shard "SHARD_9"/],
     ];
     for (const [args, message] of refusals) {
       const answer = await move(...args);
@@ -118,5 +114,5 @@ describe("move-partition", () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/already has a move of its partition bbbbbbbb-0000-4000-8000-000000000002/);
     expect(await moves()).toEqual([{ partition_id: "bbbbbbbb-0000-4000-8000-000000000002", source: "SHARD_1", target: "DB", phase: "queued" }]);
-  }, 180_000);
+  }, 120_000);
 });
