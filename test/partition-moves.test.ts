@@ -302,7 +302,7 @@ describe("moving a closed partition", () => {
     expect(inserted).toBe(0);
   }, 60_000);
 
-  it("runs to its end through the real queue, and a second move of the project waits for the first", async () => {
+  it("runs to its end through the real queue; a second move of the project and a roll onto its shards wait for it", async () => {
     const p = await projectOn(tenant, "SHARD_0");
     await ingestTraces(p, [trace(0)]);
     await rollTo(p, "SHARD_1");
@@ -312,6 +312,11 @@ describe("moving a closed partition", () => {
     const side = { p, template: "" };
     const moveId = await requestPartitionMove(side, 2, "DB");
     await expect(requestPartitionMove(side, 1, "DB")).rejects.toThrow(/UNIQUE|not created/);
+    // A roll onto the move's target (or source) while the move is asked for is a no-op: the copy there would be read.
+    const before = await readPartitions(env as unknown as Env, p.projectId);
+    await rollTo(p, "DB");
+    await rollTo(p, "SHARD_1");
+    expect(await readPartitions(env as unknown as Env, p.projectId)).toEqual(before);
     const done = await runThroughQueue(moveId);
     expect(done).toMatchObject({ phase: "completed", error_message: null, records_copied: 1, old_records_deleted: 1 });
     expect((await shardsOf(p, [id])).get(id)).toBe("DB");
