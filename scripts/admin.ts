@@ -16,6 +16,7 @@
  *   npm run --silent admin -- default-retention --org <organization_id> --days 90|none
  *   npm run --silent admin -- move-project --project <project_id> --to SHARD_1 [--wait]
  *   npm run --silent admin -- move-status --project <project_id>
+ *   npm run --silent admin -- move-partition --project <project_id> --partition <id|seq> --to SHARD_2 [--wait]
  */
 import { runAdmin } from "./lib/admin-cli";
 import { closeLocalD1 } from "./lib/local-d1";

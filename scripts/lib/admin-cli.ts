@@ -23,6 +23,7 @@ import {
 import { exportShardCommand, importShardCommand } from "./backup-commands";
 import { moveProjectCommand, moveStatusCommand } from "./move-commands";
 import { rollPartitionCommand } from "./partition-commands";
+import { isPartitionRef, movePartitionCommand } from "./partition-move-commands";
 import { shardsReport } from "./shard-report";
 import { type D1Target, WranglerError } from "./wrangler";
 
@@ -57,6 +58,9 @@ Commands:
                   moves the project's records to another shard while the service runs
                   (docs/sharding.md, "Moving a project"); again on a paused move: resumes it
   move-status     --project PROJECT_ID | --move MOVE_ID   a move's phase and progress
+  move-partition  --project PROJECT_ID --partition ID|SEQ --to SHARD [--wait] [--timeout S] [--url URL]
+                  moves one closed partition to a shard holding nothing of the project, online
+                  (docs/sharding.md, "Moving a partition"); again on a paused move: resumes it
   roll-partition  --project PROJECT_ID    closes the project's open partition and opens a new one
                   on the shard with the most room (docs/partitions.md)
   export-shard    --shard BINDING --output FILE   the shard's tables as SQL, without the text index
@@ -71,7 +75,7 @@ Where:
 Each command prints one JSON object: {"organization_id"}, {"user_id"}, {"api_key", "key_id"}
 (the key is shown once, only its hash is stored), {"shards": [{"shard", "size_bytes", "records", "projects"}]},
 {"organization_id", "default_retention_days"} (default-retention),
-{"move_id", "phase", "status", "progress", ...} (move-project, move-status),
+{"move_id", "phase", "status", "progress", ...} (move-project, move-partition, move-status),
 {"project_id", "closed", "opened", "shard"} (roll-partition),
 {"shard", "file", "tables"} (export-shard), {"shard", "file", "records", ...} (import-shard).
 
@@ -101,6 +105,15 @@ function bindingOption(values: Record<string, unknown>, name: string): string {
   const value = required(values, name).trim();
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(value)) throw new UsageError(`--${name} must be a D1 binding name such as SHARD_0, got ${JSON.stringify(value)}`);
   return value;
+}
+
+/** A move's target shard, the worker to start it at (`--url`) and how long `--wait` waits (move-project, move-partition). */
+function moveOptions(values: Record<string, unknown>): { to: string; url: string; timeoutSeconds: number } {
+  const to = bindingOption(values, "to");
+  const timeoutSeconds = values.timeout === undefined ? 3600 : Number(values.timeout);
+  if (!Number.isFinite(timeoutSeconds) || timeoutSeconds <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
+  const url = typeof values.url === "string" ? values.url.replace(/\/+$/, "") : "http://127.0.0.1:8787";
+  return { to, url, timeoutSeconds };
 }
 
 function roleOption(values: Record<string, unknown>): Role {
@@ -139,6 +152,7 @@ async function main(argv: string[], io: AdminIo): Promise<Record<string, unknown
       days: { type: "string" },
       project: { type: "string" },
       move: { type: "string" },
+      partition: { type: "string" },
       to: { type: "string" },
       url: { type: "string" },
       wait: { type: "boolean" },
@@ -203,12 +217,15 @@ async function main(argv: string[], io: AdminIo): Promise<Record<string, unknown
       return shardsReport(target) as unknown as Promise<Record<string, unknown>>;
     case "move-project": {
       const projectId = uuidOption(values, "project");
-      const to = required(values, "to").trim();
-      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(to)) throw new UsageError(`--to must be a D1 binding name such as SHARD_1, got ${JSON.stringify(to)}`);
-      const timeout = values.timeout === undefined ? 3600 : Number(values.timeout);
-      if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
-      const url = typeof values.url === "string" ? values.url.replace(/\/+$/, "") : "http://127.0.0.1:8787";
-      return moveProjectCommand({ projectId, to, url, wait: values.wait === true, timeoutSeconds: timeout }, target);
+      const { to, url, timeoutSeconds } = moveOptions(values);
+      return moveProjectCommand({ projectId, to, url, wait: values.wait === true, timeoutSeconds }, target);
+    }
+    case "move-partition": {
+      const projectId = uuidOption(values, "project");
+      const partition = required(values, "partition").trim();
+      if (!isPartitionRef(partition)) throw new UsageError(`--partition must be a partition id (a UUID) or its number in the project (1, 2, ...), got ${JSON.stringify(partition)}`);
+      const { to, url, timeoutSeconds } = moveOptions(values);
+      return movePartitionCommand({ projectId, partition, to, url, wait: values.wait === true, timeoutSeconds }, target);
     }
     case "move-status": {
       if (values.move !== undefined) return moveStatusCommand({ moveId: uuidOption(values, "move") }, target);

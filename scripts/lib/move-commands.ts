@@ -15,7 +15,7 @@ import { type D1Target, d1Bindings, executeD1 } from "./wrangler";
 
 type Row = Record<string, unknown>;
 
-async function rows(statement: Statement, target: D1Target): Promise<Row[]> {
+export async function rows(statement: Statement, target: D1Target): Promise<Row[]> {
   const [result] = await executeD1(renderSql([statement]), target);
   return result?.results ?? [];
 }
@@ -27,6 +27,7 @@ export function moveReport(row: Row) {
   return {
     move_id: row.id,
     project_id: row.project_id,
+    ...(row.partition_id ? { partition_id: row.partition_id } : {}),
     source: row.source,
     target: row.target,
     phase: row.phase,
@@ -56,7 +57,7 @@ export interface MoveOptions {
 }
 
 /** Asks the local worker to run its scheduled handler now (it sends the move its first message). */
-async function poke(url: string): Promise<string> {
+export async function poke(url: string): Promise<string> {
   try {
     const response = await fetch(`${url}/__scheduled?cron=${encodeURIComponent(MOVE_WATCHDOG_CRON)}`, { signal: AbortSignal.timeout(30_000) });
     if (response.ok) return `started by the worker at ${url}`;
@@ -69,7 +70,7 @@ async function poke(url: string): Promise<string> {
 /** How often a local move still queued is started again (a poke lost on a busy machine). */
 const REPOKE_MS = 15_000;
 
-async function waitUntilOver(moveId: string, target: D1Target, timeoutSeconds: number, repoke?: () => Promise<unknown>): Promise<Row> {
+export async function waitUntilOver(moveId: string, target: D1Target, timeoutSeconds: number, repoke?: () => Promise<unknown>): Promise<Row> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   let poked = Date.now();
   for (;;) {
@@ -104,6 +105,11 @@ export async function moveProjectCommand(options: MoveOptions, target: D1Target)
   let moveId: string;
   let resumed = false;
   if (open) {
+    if (open.partition_id) {
+      throw new AdminError(
+        `project ${options.projectId} has a ${open.status === "paused" ? "paused " : ""}move of its partition ${open.partition_id} (move ${open.id}, ${open.source} -> ${open.target}, ${open.phase}): see npm run admin -- move-status --project ${options.projectId}${open.status === "paused" ? "; move-partition resumes it" : ""}`,
+      );
+    }
     if (open.status !== "paused") {
       throw new AdminError(
         `project ${options.projectId} is already moving (move ${open.id}, ${open.source} -> ${open.target}, ${open.phase}): see npm run admin -- move-status --project ${options.projectId}`,

@@ -770,6 +770,8 @@ export const projectMoves = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
     switchedAt: integer("switched_at"),
     finishedAt: integer("finished_at"),
+    /** The partition (project_partitions.id) a partition move moves; null: the whole project. */
+    partitionId: text("partition_id"),
   },
   (t) => [
     uniqueIndex("project_moves_open").on(t.projectId).where(sql`phase NOT IN ('completed', 'failed')`),

@@ -20,12 +20,14 @@ import { nowMicros } from "../db/client";
 import type { Env } from "../env";
 import { forgetPartitions } from "../partitions/partition-catalog";
 import { forgetProjectRoute } from "../shards/project-routing";
-import { CATALOG_SHARD, allRecordDatabases, shardDatabase } from "../shards/shard-config";
+import { CATALOG_SHARD, allRecordDatabases, shardConfig, shardDatabase } from "../shards/shard-config";
 import { copyAnalyticsKey, copyIds, copyPatchesPage, copyRunColumnsPage, copyRunsPage, copyTemplates, copyTombstonesPage, nextRecordIds } from "./copy-chunks";
 import { type MoveLimits, moveLimits } from "./move-limits";
 import { type MoveChanges, type MoveRow, saveMove, saveMoveStatement } from "./move-rows";
 import { changesLeft, replayChangesPage } from "./replay-changes";
 import { type VerifyTotals, emptyTotals, verifyHeldRows, verifyRunsPage } from "./verify-copy";
+import { MoveFailure, setState, stateOn } from "./shard-states";
+import { checkPartitionMove, partitionPlacedOn, partitionSwitchStatement, registerMovedPartition, FORGET_PARTITIONS_ON_SOURCE } from "./partition-move";
 
 /** A step's answer: what to save, or to wait (and try the same step again) this many seconds. */
 export type StepResult = { save: MoveChanges } | { saved: MoveRow } | { wait: number; reason: string };
@@ -33,7 +35,6 @@ export type StepResult = { save: MoveChanges } | { saved: MoveRow } | { wait: nu
 /** Verification that finds a difference drains the log and verifies again, this many times, then pauses. */
 const MAX_VERIFY_ATTEMPTS = 3;
 
-class MoveFailure extends Error {}
 
 const OPEN_DELETION_ON_SOURCE = `
 SELECT EXISTS (
@@ -46,14 +47,6 @@ async function deletionOpenOnSource(env: Env, move: MoveRow): Promise<boolean> {
   const row = await env.DB.prepare(OPEN_DELETION_ON_SOURCE).bind(move.organization_id, move.source).first<{ busy: number }>();
   return row?.busy === 1;
 }
-
-const setState = (db: D1Database, projectId: string, state: string, from: readonly string[]) =>
-  db
-    .prepare(`UPDATE shard_projects SET state = ?2, updated_at = ?3 WHERE project_id = ?1 AND state IN (SELECT value FROM json_each(?4))`)
-    .bind(projectId, state, nowMicros(), JSON.stringify(from));
-
-const stateOn = async (db: D1Database, projectId: string) =>
-  (await db.prepare("SELECT state FROM shard_projects WHERE project_id = ?1").bind(projectId).first<{ state: string }>())?.state;
 
 interface Sides {
   source: D1Database;
@@ -73,10 +66,21 @@ async function start(env: Env, move: MoveRow): Promise<StepResult> {
   if (!allRecordDatabases(env).includes(move.target)) {
     throw new MoveFailure(`${move.target} is not a data shard of this deployment (DATA_SHARDS, or ${CATALOG_SHARD})`);
   }
-  const project = await env.DB.prepare(`SELECT coalesce(shard, '${CATALOG_SHARD}') AS shard FROM projects WHERE id = ?1`).bind(move.project_id).first<{ shard: string }>();
-  if (!project) throw new MoveFailure("the project no longer exists");
-  if (project.shard !== move.source) throw new MoveFailure(`the project is on ${project.shard}, not on ${move.source} any more`);
-  if (move.target === move.source) throw new MoveFailure(`the project is already on ${move.target}`);
+  // A partition's move (partition-move.ts) checks the partition; a project's, the project.
+  const partition = move.partition_id ? await checkPartitionMove(env, move) : undefined;
+  if (partition) {
+    // A partition goes only where a new partition could: below the target's high-water mark, measured now.
+    const measured = await shardDatabase(env, move.target).prepare("SELECT 1").run();
+    const bytes = (measured.meta as { size_after?: number }).size_after ?? 0;
+    const { highWaterBytes } = shardConfig(env);
+    if (bytes >= highWaterBytes) throw new MoveFailure(`${move.target} is at its high-water mark (${bytes} of ${highWaterBytes} bytes): it takes no new partition`);
+  }
+  if (!partition) {
+    const project = await env.DB.prepare(`SELECT coalesce(shard, '${CATALOG_SHARD}') AS shard FROM projects WHERE id = ?1`).bind(move.project_id).first<{ shard: string }>();
+    if (!project) throw new MoveFailure("the project no longer exists");
+    if (project.shard !== move.source) throw new MoveFailure(`the project is on ${project.shard}, not on ${move.source} any more`);
+    if (move.target === move.source) throw new MoveFailure(`the project is already on ${move.target}`);
+  }
   const { source, target, scope } = sidesOf(env, move);
   // The target first: if it cannot take the project, the source was never touched.
   await target
@@ -88,6 +92,7 @@ async function start(env: Env, move: MoveRow): Promise<StepResult> {
     .run();
   const targetState = await stateOn(target, scope.projectId);
   if (targetState !== "importing") throw new MoveFailure(`${move.target} already holds the project (state ${targetState})`);
+  if (partition) await registerMovedPartition(target, move, partition).run();
   const [, state, total] = await source.batch<{ state?: string; n?: number }>([
     setState(source, scope.projectId, "exporting", ["active", "exporting"]),
     source.prepare("SELECT state FROM shard_projects WHERE project_id = ?1").bind(scope.projectId),
@@ -193,6 +198,24 @@ async function frozen(env: Env, move: MoveRow, limits: MoveLimits): Promise<Step
   }
 }
 
+/** A project's switch in the catalog: its shard, and its partitions on the source with it. */
+function projectSwitchStatements(env: Env, move: MoveRow): D1PreparedStatement[] {
+  const scope = { projectId: move.project_id, organizationId: move.organization_id };
+  return [
+    env.DB.prepare(
+      `UPDATE projects SET shard = ?2 WHERE id = ?1 AND coalesce(shard, '${CATALOG_SHARD}') = ?3
+         AND NOT EXISTS (SELECT 1 FROM org_jobs AS j CROSS JOIN org_job_shards AS p ON p.job_id = j.id
+                         WHERE j.organization_id = ?4 AND j.status IN ('queued', 'running') AND p.shard = ?3 AND p.status IN ('queued', 'running'))`,
+    ).bind(scope.projectId, move.target, move.source, scope.organizationId),
+    // The project's partitions on the source move with it (docs/partitions.md), in the same
+    // transaction and on the same condition (the project's shard changed just above).
+    env.DB.prepare(
+      `UPDATE project_partitions SET shard = ?2 WHERE project_id = ?1 AND shard = ?3
+         AND EXISTS (SELECT 1 FROM projects WHERE id = ?1 AND coalesce(shard, '${CATALOG_SHARD}') = ?2)`,
+    ).bind(scope.projectId, move.target, move.source),
+  ];
+}
+
 /** Verification failed repeatedly: the move is paused (the source takes writes again). */
 export class VerificationFailed extends Error {}
 
@@ -209,30 +232,23 @@ async function switchOver(env: Env, move: MoveRow): Promise<StepResult> {
   await setState(target, scope.projectId, "active", ["importing", "active"]).run();
   const now = nowMicros();
   // One catalog batch: the placement and the move's phase change together or not at all.
-  const [, , saved] = await env.DB.batch<MoveRow>([
-    env.DB.prepare(
-      `UPDATE projects SET shard = ?2 WHERE id = ?1 AND coalesce(shard, '${CATALOG_SHARD}') = ?3
-         AND NOT EXISTS (SELECT 1 FROM org_jobs AS j CROSS JOIN org_job_shards AS p ON p.job_id = j.id
-                         WHERE j.organization_id = ?4 AND j.status IN ('queued', 'running') AND p.shard = ?3 AND p.status IN ('queued', 'running'))`,
-    ).bind(scope.projectId, move.target, move.source, scope.organizationId),
-    // The project's partitions on the source move with it (docs/partitions.md), in the same
-    // transaction and on the same condition (the project's shard changed just above).
-    env.DB.prepare(
-      `UPDATE project_partitions SET shard = ?2 WHERE project_id = ?1 AND shard = ?3
-         AND EXISTS (SELECT 1 FROM projects WHERE id = ?1 AND coalesce(shard, '${CATALOG_SHARD}') = ?2)`,
-    ).bind(scope.projectId, move.target, move.source),
+  const placement = move.partition_id ? [partitionSwitchStatement(env, move)] : projectSwitchStatements(env, move);
+  const placed = move.partition_id ? partitionPlacedOn : `EXISTS (SELECT 1 FROM projects WHERE id = ?3 AND coalesce(shard, '${CATALOG_SHARD}') = ?4)`;
+  const results = await env.DB.batch<MoveRow>([
+    ...placement,
     env.DB.prepare(
       `UPDATE project_moves SET phase = 'cleanup', step = 'settle', cursor = '', switched_at = ?2, updated_at = ?2
-       WHERE id = ?1 AND phase = 'frozen' AND step = 'switch'
-         AND EXISTS (SELECT 1 FROM projects WHERE id = ?3 AND coalesce(shard, '${CATALOG_SHARD}') = ?4) RETURNING *`,
-    ).bind(move.id, now, scope.projectId, move.target),
+       WHERE id = ?1 AND phase = 'frozen' AND step = 'switch' AND ${placed} RETURNING *`,
+    ).bind(move.id, now, scope.projectId, move.target, ...(move.partition_id ? [move.partition_id] : [])),
   ]);
+  const saved = results[results.length - 1];
   const switched = saved!.results[0];
   if (!switched) {
     // A deletion job started in between: the target must not be read or deleted from as the
     // project's home before that job finishes on the source.
     await setState(target, scope.projectId, "importing", ["active"]).run();
-    return { wait: 2, reason: "a deletion job of the organization is still running on the source" };
+    const reason = "a deletion job of the organization is still running on the source";
+    return { wait: 2, reason: move.partition_id ? `${reason}, or another partition of the project came to the source or the target` : reason };
   }
   forgetProjectRoute(scope.projectId);
   forgetPartitions(scope.projectId);
@@ -254,6 +270,8 @@ const DELETE_OLD_REST = (sourceIsCatalog: boolean) => [
   "DELETE FROM shard_project_changes WHERE project_id = ?1 AND record_id IN (SELECT record_id FROM shard_project_changes WHERE project_id = ?1 LIMIT ?2)",
   "DELETE FROM run_columns WHERE rowid IN (SELECT rowid FROM run_columns WHERE run_id IN (SELECT id FROM runs WHERE project_id = ?1) LIMIT ?2)",
   // The catalog's runs are the runs themselves, not a copy: they stay.
+  // A partition's root counts (a partition moves only from a shard holding nothing else of the project).
+  FORGET_PARTITIONS_ON_SOURCE,
   ...(sourceIsCatalog ? [] : ["DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE project_id = ?1 AND NOT EXISTS (SELECT 1 FROM run_columns WHERE run_id = runs.id) LIMIT ?2)"]),
 ];
 

@@ -79,6 +79,9 @@ export async function kickMoves(env: Env, now: number = nowMicros()): Promise<nu
   return sent;
 }
 
+/** The admin command that resumes a paused move. */
+const commandOf = (move: MoveRow) => (move.partition_id ? "move-partition" : "move-project");
+
 const over = (move: MoveRow) => TERMINAL_PHASES.includes(move.phase) || move.status === "paused";
 
 async function consumeMoveMessages(batch: MessageBatch<MoveMessage>, env: Env): Promise<void> {
@@ -111,7 +114,7 @@ async function consumeMoveMessages(batch: MessageBatch<MoveMessage>, env: Env): 
         // Retrying cannot make the copies agree: stop, say why, let the source take writes.
         const move = await loadMove(env, body.moveId).catch(() => null);
         if (move) {
-          await pauseMove(env, move, `Paused: ${error.message}. Run the move-project command again to resume it.`).catch(() => undefined);
+          await pauseMove(env, move, `Paused: ${error.message}. Run the ${commandOf(move)} command again to resume it.`).catch(() => undefined);
           console.error(`move ${move.id}: paused: ${error.message}`);
           message.ack();
           continue;
@@ -130,7 +133,7 @@ async function consumeDeadLetters(batch: MessageBatch<MoveMessage>, env: Env): P
     try {
       const move = body ? await loadMove(env, body.moveId) : null;
       if (move && !over(move) && move.message_seq === body!.seq) {
-        await pauseMove(env, move, "Paused after repeated failures (see the worker's logs). Run the move-project command again to resume it.");
+        await pauseMove(env, move, `Paused after repeated failures (see the worker's logs). Run the ${commandOf(move)} command again to resume it.`);
         console.error(`move ${move.id}: paused (message ${message.id} exhausted its retries)`);
       }
       message.ack();

@@ -13,7 +13,7 @@ import type { Statement } from "../admin/provisioning";
 
 /** Everything a move's status shows (the admin command prints it as JSON). */
 export const MOVE_STATUS_COLUMNS =
-  "id, project_id, organization_id, source, target, phase, status, step, records_total, records_copied, changes_replayed, old_records_deleted, verified, error_message, created_at, updated_at, switched_at, finished_at";
+  "id, project_id, organization_id, partition_id, source, target, phase, status, step, records_total, records_copied, changes_replayed, old_records_deleted, verified, error_message, created_at, updated_at, switched_at, finished_at";
 
 export function requestMoveStatement(input: { moveId: string; projectId: string; target: string; nowMicros: number }): Statement {
   return {
@@ -22,6 +22,30 @@ export function requestMoveStatement(input: { moveId: string; projectId: string;
           WHERE id = ? AND coalesce(shard, 'DB') <> ? RETURNING id, source`,
     params: [input.moveId, input.target, input.nowMicros, input.projectId, input.target],
   };
+}
+
+/**
+ * A move of one closed partition (src/moves/partition-move.ts): asked for only while the
+ * partition is still closed and not on the target; the one-open-move-per-project index refuses a
+ * second move of the project, of any kind.
+ */
+export function requestPartitionMoveStatement(input: { moveId: string; projectId: string; partitionId: string; target: string; nowMicros: number }): Statement {
+  return {
+    sql: `INSERT INTO project_moves (id, project_id, organization_id, source, target, phase, status, cursor, created_at, updated_at, partition_id)
+          SELECT ?, p.project_id, pr.organization_id, p.shard, ?, 'queued', 'running', '', ?, 0, p.id
+          FROM project_partitions AS p JOIN projects AS pr ON pr.id = p.project_id
+          WHERE p.id = ? AND p.project_id = ? AND p.state = 'closed' AND p.shard <> ? RETURNING id, source`,
+    params: [input.moveId, input.target, input.nowMicros, input.partitionId, input.projectId, input.target],
+  };
+}
+
+/** What the admin command checks a partition move against: the project's home and its partitions. */
+export function partitionMoveContextStatements(projectId: string): Statement[] {
+  return [
+    { sql: "SELECT id, organization_id, coalesce(shard, 'DB') AS shard FROM projects WHERE id = ?", params: [projectId] },
+    { sql: "SELECT id, seq, shard, state FROM project_partitions WHERE project_id = ? ORDER BY seq", params: [projectId] },
+    { sql: "SELECT name, size_bytes FROM shards", params: [] },
+  ];
 }
 
 /** A paused move runs again (the watchdog sends it a message at once). */

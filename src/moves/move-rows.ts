@@ -28,6 +28,8 @@ export interface MoveRow {
   updated_at: number;
   switched_at: number | null;
   finished_at: number | null;
+  /** The partition a partition move moves (src/moves/partition-move.ts); null: the whole project. */
+  partition_id: string | null;
 }
 
 export type MoveChanges = Partial<

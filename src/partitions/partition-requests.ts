@@ -22,14 +22,21 @@ export function rollContextStatements(projectId: string): Statement[] {
   ];
 }
 
+const NO_MOVE_ON = "NOT EXISTS (SELECT 1 FROM project_moves WHERE project_id = ? AND phase NOT IN ('completed', 'failed') AND ? IN (source, target))";
+
 export function rollStatements(input: { projectId: string; openId: string; newId: string; shard: string; nowMicros: number }): Statement[] {
   return [
-    { sql: "UPDATE project_partitions SET state = 'closed', closed_at = ? WHERE id = ? AND state = 'open'", params: [input.nowMicros, input.openId] },
+    // Not onto a shard a move of the project (or of a partition) is using, decided in both
+    // statements alike (src/partitions/roll-partition.ts): a move asked for meanwhile makes this a no-op.
+    {
+      sql: `UPDATE project_partitions SET state = 'closed', closed_at = ? WHERE id = ? AND state = 'open' AND ${NO_MOVE_ON}`,
+      params: [input.nowMicros, input.openId, input.projectId, input.shard],
+    },
     {
       sql: `INSERT INTO project_partitions (id, project_id, seq, shard, state, opened_at, closed_at)
             SELECT ?, ?, (SELECT max(seq) + 1 FROM project_partitions WHERE project_id = ?), ?, 'open', ?, NULL
-            WHERE NOT EXISTS (SELECT 1 FROM project_partitions WHERE project_id = ? AND state = 'open')`,
-      params: [input.newId, input.projectId, input.projectId, input.shard, input.nowMicros, input.projectId],
+            WHERE NOT EXISTS (SELECT 1 FROM project_partitions WHERE project_id = ? AND state = 'open') AND ${NO_MOVE_ON}`,
+      params: [input.newId, input.projectId, input.projectId, input.shard, input.nowMicros, input.projectId, input.projectId, input.shard],
     },
     { sql: "SELECT id, state FROM project_partitions WHERE project_id = ? ORDER BY seq", params: [input.projectId] },
   ];

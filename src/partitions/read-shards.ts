@@ -32,7 +32,7 @@ export interface ShardAnswer<T> {
  * Runs `work` on every shard holding a partition of the project; the project's own shard first.
  * `homeMode` "write": the project's own shard is reached as for a write (a project frozen by a
  * move answers 503 there, as a deletion must not run on a source whose changes are no longer
- * logged); the shards of other partitions are read (partitions do not move yet).
+ * logged); the shards of other partitions are read (a partition's move, like a project's, logs on its source what a deletion does there and carries it over).
  */
 export async function onProjectReadShards<T>(
   c: Context<AppEnv>,

@@ -36,11 +36,19 @@ export class NoShardForPartitionError extends Error {
   }
 }
 
-const CLOSE = `UPDATE project_partitions SET state = 'closed', closed_at = ?2 WHERE id = ?1 AND state = 'open'`;
+/**
+ * A move of the project or of one of its partitions under way to or from a shard (src/moves)
+ * owns the project's rows there: no new partition goes to it. Checked in both statements of the
+ * roll's batch, so a move asked for while the roll was placed makes the roll a no-op rather than
+ * a partition on a shard whose copy it would read twice (?P project, ?S shard).
+ */
+const NO_MOVE_ON = (project: string, shard: string) =>
+  `NOT EXISTS (SELECT 1 FROM project_moves WHERE project_id = ${project} AND phase NOT IN ('completed', 'failed') AND ${shard} IN (source, target))`;
+const CLOSE = `UPDATE project_partitions SET state = 'closed', closed_at = ?2 WHERE id = ?1 AND state = 'open' AND ${NO_MOVE_ON("?3", "?4")}`;
 const OPEN = `
 INSERT INTO project_partitions (id, project_id, seq, shard, state, opened_at, closed_at)
 SELECT ?1, ?2, (SELECT max(seq) + 1 FROM project_partitions WHERE project_id = ?2), ?3, 'open', ?4, NULL
-WHERE NOT EXISTS (SELECT 1 FROM project_partitions WHERE project_id = ?2 AND state = 'open')`;
+WHERE NOT EXISTS (SELECT 1 FROM project_partitions WHERE project_id = ?2 AND state = 'open') AND ${NO_MOVE_ON("?2", "?3")}`;
 
 /**
  * Rolls the project's open partition, if it is still `expectOpen` (when given: a writer that saw
@@ -56,7 +64,7 @@ export async function rollPartition(env: Env, organizationId: string, projectId:
   if (!shard) throw new NoShardForPartitionError(projectId);
   const id = crypto.randomUUID();
   const now = nowMicros();
-  await env.DB.batch([env.DB.prepare(CLOSE).bind(before.id, now), env.DB.prepare(OPEN).bind(id, projectId, shard, now)]);
+  await env.DB.batch([env.DB.prepare(CLOSE).bind(before.id, now, projectId, shard), env.DB.prepare(OPEN).bind(id, projectId, shard, now)]);
   forgetPartitions(projectId);
   const after = await readPartitions(env, projectId);
   const opened = after.find((p) => p.id === id);
