@@ -8,6 +8,7 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { QUEUE_DELETION, purgeQueue } from "../src/annotation-queues/queue-deletion";
 import { type PartitionedProject, fetchAs, ingestTraces, projectOn, rollTo, shardsOf } from "./support/partitioned-project";
 import { type Tenant, createTenant } from "./support/tenants";
 
@@ -222,5 +223,40 @@ describe("annotation queues across partitions on two shards", () => {
     expect(a.count).toEqual({ count: 5 });
     expect(a.rated[0]).toBe(200);
     expect(a.removed).toEqual({ num_records_removed: 2 });
+  });
+});
+
+describe("a deleted queue across partitions on two shards", () => {
+  const entriesOn = async (shard: string, qid: string) =>
+    (await (env as unknown as Record<string, D1Database>)[shard]!.prepare("SELECT count(*) AS n FROM annotation_queue_entries WHERE queue_id = ?1").bind(qid).first<{ n: number }>())!.n;
+  const queueWithAll = async () => {
+    const made = await fetchAs(tenant, {}, "/v2/annotation_queues", { name: { value: `doomed-${crypto.randomUUID()}` } });
+    expect(made.status, JSON.stringify(made.body)).toBe(200);
+    const qid = made.body.id as string;
+    const added = await fetchAs(tenant, {}, `/v2/annotation_queues/${qid}/records`, { project_id: split.p.projectId, run_id: split.p.logStreamId, record_selector: { type: "record_ids", record_ids: split.traces } });
+    expect(added.body).toEqual({ num_records_added: 6 });
+    expect([await entriesOn("SHARD_0", qid), await entriesOn("SHARD_1", qid)]).toEqual([3, 3]);
+    return qid;
+  };
+
+  it("has its entries purged on every shard holding a partition, by the request", async () => {
+    const qid = await queueWithAll();
+    const deleted = await fetchAs(tenant, {}, `/v2/annotation_queues/${qid}`, undefined, "DELETE");
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    expect([await entriesOn("SHARD_0", qid), await entriesOn("SHARD_1", qid)]).toEqual([0, 0]);
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM annotation_queues WHERE id = ?1").bind(qid).first()).toEqual({ n: 0 });
+  });
+
+  it("has its entries purged on every shard by the maintenance, in bounded chunks, a redelivered purge harmless", async () => {
+    const qid = await queueWithAll();
+    // The request's share ran out: marked deleted, nothing purged yet.
+    await env.DB.prepare("UPDATE annotation_queues SET deleted_at = 1 WHERE id = ?1").bind(qid).run();
+    // One chunk: the first shard's entries go (fewer than a chunk), the project is not forgotten yet.
+    expect(await purgeQueue(env as never, qid, 1)).toEqual({ chunks: 1, done: false });
+    expect((await entriesOn("SHARD_0", qid)) + (await entriesOn("SHARD_1", qid))).toBe(3);
+    const outcome = await purgeQueue(env as never, qid, QUEUE_DELETION.maintenanceChunks);
+    expect(outcome.done).toBe(true);
+    expect([await entriesOn("SHARD_0", qid), await entriesOn("SHARD_1", qid)]).toEqual([0, 0]);
+    expect(await purgeQueue(env as never, qid, QUEUE_DELETION.maintenanceChunks)).toEqual({ chunks: 0, done: true });
   });
 });

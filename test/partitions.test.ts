@@ -17,6 +17,7 @@ import { forgetShardSizes } from "../src/shards/shard-sizes";
 import { type Tenant, createTenant } from "./support/tenants";
 import { exportRequest, jsonBody, otlpSpan, randomHex } from "./support/otlp-requests";
 import { fetchAs } from "./support/partitioned-project";
+import { spanUuid } from "../src/otlp/otel-ids";
 
 const uuid = () => crypto.randomUUID();
 const ROLLING = { PARTITION_ROLLING: "on" };
@@ -394,6 +395,38 @@ describe("held updates across shards", () => {
     await ingest({}, p, [t], { session_id: session });
     expect(await stored(p, t.id)).toMatchObject({ shard: "SHARD_0", output: "final", is_complete: 1 });
     expect(await held(t.id)).toBe(0);
+  });
+
+  it("applies an update held on the open partition's shard to a span an OTLP export then writes into its trace's partition on another shard", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    const otlp = async (spans: ReturnType<typeof otlpSpan>[]) => {
+      const ctx = createExecutionContext();
+      const response = await worker.fetch(
+        new Request("http://trace-store.test/otel/v1/traces", {
+          method: "POST",
+          headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
+          body: jsonBody(exportRequest(spans)),
+        }),
+        env as unknown as Env,
+        ctx,
+      );
+      await waitOnExecutionContext(ctx);
+      expect(response.status, await response.clone().text()).toBe(200);
+    };
+    const [traceHex, rootHex, lateHex] = [randomHex(16), randomHex(8), randomHex(8)];
+    const now = Date.now();
+    await otlp([otlpSpan({ trace: traceHex, span: rootHex, name: "root", startMs: now })]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    // The galileo SDK concludes the span before the OTLP exporter sends it: held on SHARD_1.
+    const late = await spanUuid(traceHex, lateHex);
+    const early = await patch(p, "spans", late, { output: "concluded early" });
+    expect(early.status, JSON.stringify(early.body)).toBe(200);
+    expect(early.body.pending).toBe(true);
+    await otlp([otlpSpan({ trace: traceHex, span: lateHex, parent: rootHex, name: "late", startMs: now + 5 })]);
+    expect(await stored(p, late)).toMatchObject({ shard: "SHARD_0", output: "concluded early" });
+    expect(await held(late)).toBe(0);
   });
 
   it("applies an update held on the open partition's shard before a roll to a record that then lands on the new open shard", async () => {

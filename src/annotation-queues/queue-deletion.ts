@@ -1,8 +1,9 @@
 /**
  * Deleting a queue, or one of its templates, in bounded work (contract section 8, "Erasure").
  * The row is marked deleted at once (it leaves every answer; a queue's name is free again); then,
- * on the shard of each project the queue holds records of, its entries go ENTRY_CHUNK a
- * statement, and the ratings made with its deleted templates the same way. A request does up to
+ * on every shard holding records of each project the queue holds records of (the project's own
+ * shard and the shards of its other partitions: an entry lives beside its record, on its
+ * partition's shard, contract section 13), its entries go ENTRY_CHUNK a statement, and the ratings made with its deleted templates the same way. A request does up to
  * QUEUE_DELETION.requestChunks chunks; the minutely maintenance (src/maintenance/scheduled.ts)
  * finishes what is left, QUEUE_DELETION.maintenanceChunks a run. A queue with 100,000 entries is
  * 100 bounded statements, never one unbounded cascade. Every step is idempotent.
@@ -34,10 +35,21 @@ async function pendingOf(catalog: D1Database, queueId: string): Promise<Pending 
   return { queueId, queueDeleted, templateIds: purged.map((t) => t.id) };
 }
 
-/** The shard that holds the project's records (read afresh: a move may have changed it). */
-async function shardOf(env: Env, projectId: string): Promise<string | undefined> {
-  const row = await env.DB.prepare(`SELECT coalesce(shard, '${CATALOG_SHARD}') AS shard FROM projects WHERE id = ?1`).bind(projectId).first<{ shard: string }>();
-  return row?.shard;
+/**
+ * The shards that hold the project's records: its own shard, then those of its other partitions
+ * (read afresh from the catalog, not the 4 s cache: a move or roll may have changed them). Empty:
+ * no such project. The project is forgotten by the queue only once every one is clean; a purge
+ * cut short by its budget starts again from the first (a clean shard costs one empty chunk).
+ */
+async function shardsOf(env: Env, projectId: string): Promise<string[]> {
+  const [project, partitions] = await env.DB.batch<{ shard: string }>([
+    env.DB.prepare(`SELECT coalesce(shard, '${CATALOG_SHARD}') AS shard FROM projects WHERE id = ?1`).bind(projectId),
+    env.DB.prepare("SELECT DISTINCT shard FROM project_partitions WHERE project_id = ?1 ORDER BY shard").bind(projectId),
+  ]);
+  const home = project?.results[0]?.shard;
+  if (home === undefined) return [];
+  const others = (partitions?.results ?? []).map((row) => row.shard).filter((shard) => shard !== home);
+  return [...others, home];
 }
 
 /**
@@ -47,15 +59,24 @@ async function shardOf(env: Env, projectId: string): Promise<string | undefined>
  */
 export async function purgeQueue(env: Env, queueId: string, maxChunks: number): Promise<{ chunks: number; done: boolean }> {
   const catalog = env.DB;
-  const pending = await pendingOf(catalog, queueId);
-  if (!pending) return { chunks: 0, done: true };
+  const found = await pendingOf(catalog, queueId);
+  if (!found) return { chunks: 0, done: true };
+  const pending: Pending = found;
   const { results: projects } = await catalog.prepare("SELECT project_id FROM annotation_queue_projects WHERE queue_id = ?1").bind(queueId).all<{ project_id: string }>();
   let chunks = 0;
   for (const { project_id: projectId } of projects) {
-    const shard = await shardOf(env, projectId);
-    if (shard === undefined) continue;
-    const db = shardDatabase(env, shard);
-    let projectDone = false;
+    let projectDone = true;
+    for (const shard of await shardsOf(env, projectId)) {
+      projectDone = await purgeOnShard(shardDatabase(env, shard), projectId);
+      if (!projectDone) break;
+    }
+    if (!projectDone) return { chunks, done: false };
+    if (pending.queueDeleted) {
+      await catalog.prepare("DELETE FROM annotation_queue_projects WHERE queue_id = ?1 AND project_id = ?2").bind(queueId, projectId).run();
+    }
+  }
+  /** Up to the chunks left of the budget on one shard; whether nothing of the project is left there. Each chunk is idempotent (a redelivered purge finds less, or nothing). */
+  async function purgeOnShard(db: D1Database, projectId: string): Promise<boolean> {
     while (chunks < maxChunks) {
       // Other requests are served between chunks (local D1 answers in this process).
       if (chunks > 0) await yieldToEventLoop();
@@ -64,20 +85,11 @@ export async function purgeQueue(env: Env, queueId: string, maxChunks: number): 
         ...(pending.queueDeleted ? [purgeEntriesChunkStatement(db, queueId, projectId, ENTRY_CHUNK)] : []),
         ...(pending.templateIds.length > 0 ? [purgeRatingsChunkStatement(db, projectId, pending.templateIds, ENTRY_CHUNK)] : []),
       ];
-      if (statements.length === 0) {
-        projectDone = true;
-        break;
-      }
+      if (statements.length === 0) return true;
       const results = await db.batch(statements);
-      if (results.every((result) => (result.meta.changes ?? 0) < ENTRY_CHUNK)) {
-        projectDone = true;
-        break;
-      }
+      if (results.every((result) => (result.meta.changes ?? 0) < ENTRY_CHUNK)) return true;
     }
-    if (!projectDone) return { chunks, done: false };
-    if (pending.queueDeleted) {
-      await catalog.prepare("DELETE FROM annotation_queue_projects WHERE queue_id = ?1 AND project_id = ?2").bind(queueId, projectId).run();
-    }
+    return false;
   }
   // Everything the deletions left on the shards is gone: the catalog rows can go.
   if (pending.queueDeleted) {

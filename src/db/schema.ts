@@ -301,6 +301,10 @@ export const records = sqliteTable(
     index("records_trace").on(t.traceId, t.recordType),
     index("records_session").on(t.sessionId, t.recordType),
     index("records_parent").on(t.parentId),
+    // A partition's records, newest last (docs/partitions.md, "Erasing a partition"): the newest
+    // created_at of a partition is one seek, and its erasure walks a range. The first partition's
+    // records carry null or 1, so its erasure walks both ranges.
+    index("records_project_partition").on(t.projectId, t.partitionSeq, t.createdAt),
   ],
 );
 
@@ -550,6 +554,12 @@ export const shardPartitions = sqliteTable(
     seq: integer("seq").notNull(),
     partitionId: text("partition_id").notNull(),
     roots: integer("roots").notNull().default(0),
+    /**
+     * The cut-off (µs) below which the whole partition was found, once it is to be erased as a
+     * unit (src/retention/erase-expired-partitions.ts); null: kept. Set here before the catalog
+     * drops the partition, so the erasure is resumed from the shard whatever step was cut short.
+     */
+    erasingBefore: integer("erasing_before"),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.seq] })],
 );

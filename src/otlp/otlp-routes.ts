@@ -22,6 +22,9 @@ import { onProjectShard } from "../shards/project-shard";
 import { partitionForNewRoots, shardOfPartition } from "../partitions/partition-writes";
 import { type PartitionRoute, projectPartitions } from "../partitions/partition-catalog";
 import { partitionsOfRoots } from "../ingest/root-partitions";
+import { type HeldRelease, type HeldRow, heldOfRecordsStatement, releaseHeld } from "../ingest/held-elsewhere";
+import type { Env } from "../env";
+import { shardDatabase } from "../shards/shard-config";
 import { noteScorableWrite } from "../ingest/scorable-writes";
 import type { TracePlan } from "./plan-export";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
@@ -31,7 +34,7 @@ import { destinationOf, resolveDestination } from "./otlp-destination";
 import { planExport } from "./plan-export";
 import { contentEncodingOf, readBody } from "./read-body";
 import { priceBookFor } from "../pricing/price-overrides";
-import { writeExport } from "./write-export";
+import { patchableIdsOf, writeExport } from "./write-export";
 import { redactionFor } from "../redaction/policy-store";
 
 export const OTLP_PATHS = ["/otel/v1/traces", "/otel/traces"] as const;
@@ -68,6 +71,24 @@ const onOtlpError: ErrorHandler<AppEnv> = (error, c) => {
   return statusResponse(encoding, 500, "Internal server error");
 };
 
+/**
+ * The held updates of these records on every shard holding a partition of the project, in
+ * parallel; none read (no round trip) when the project is on one shard, where the write's own
+ * held-update statements find them.
+ */
+async function heldOnEveryShard(env: Env, partitions: readonly PartitionRoute[], ids: readonly string[], runId: string): Promise<Map<string, HeldRow[]>> {
+  const held = new Map<string, HeldRow[]>();
+  const shards = [...new Set(partitions.map((p) => p.shard))];
+  if (shards.length < 2 || ids.length === 0) return held;
+  await Promise.all(
+    shards.map(async (shard) => {
+      const { results } = await heldOfRecordsStatement(shardDatabase(env, shard), ids, runId).all<HeldRow>();
+      if (results.length > 0) held.set(shard, results);
+    }),
+  );
+  return held;
+}
+
 async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const encoding = encodingOf(c.req.header("content-type"));
   const contentEncoding = contentEncodingOf(c.req.header("content-encoding"));
@@ -85,22 +106,40 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   // by one parallel lookup when the project spans shards (src/ingest/root-partitions.ts).
   const partitions = await projectPartitions(c.env, run.projectId);
   const rootOfPlan = (t: TracePlan) => t.session?.id ?? t.traceId;
-  const found = await partitionsOfRoots(c.env, partitions, partition, plan.traces.map(rootOfPlan));
-  const byShard = new Map<string, { partition: PartitionRoute; traces: TracePlan[] }>();
-  for (const t of plan.traces) {
+  // In the same parallel round trip, the updates of the request's traces and spans held on every
+  // shard of the project: one held away from its record's destination is carried into that
+  // shard's write and applied there (src/ingest/held-elsewhere.ts), as for batch ingest.
+  const patchable = plan.traces.map((t) => ({ trace: t, ids: patchableIdsOf(t) }));
+  const [found, heldOn] = await Promise.all([
+    partitionsOfRoots(c.env, partitions, partition, plan.traces.map(rootOfPlan)),
+    heldOnEveryShard(c.env, partitions, patchable.flatMap((p) => p.ids), run.runId),
+  ]);
+  const byShard = new Map<string, { partition: PartitionRoute; traces: TracePlan[]; adopt: HeldRow[] }>();
+  const destination = new Map<string, string>();
+  for (const { trace: t, ids } of patchable) {
     const target = found.get(rootOfPlan(t)) ?? partition;
-    const group = byShard.get(target.shard) ?? { partition: target.shard === partition.shard ? partition : target, traces: [] };
+    const group = byShard.get(target.shard) ?? { partition: target.shard === partition.shard ? partition : target, traces: [], adopt: [] };
     group.traces.push(t);
     byShard.set(target.shard, group);
+    for (const id of ids) destination.set(id, target.shard);
   }
-  if (byShard.size === 0) byShard.set(partition.shard, { partition, traces: [] });
+  if (byShard.size === 0) byShard.set(partition.shard, { partition, traces: [], adopt: [] });
+  const release: HeldRelease[] = [];
+  for (const [shard, rows] of heldOn) {
+    const away = rows.filter((row) => destination.has(row.record_id) && destination.get(row.record_id) !== shard);
+    if (away.length === 0) continue;
+    release.push({ shard, rows: away });
+    for (const row of away) byShard.get(destination.get(row.record_id)!)!.adopt.push(row);
+  }
   const outcomes = await Promise.all(
     [...byShard.values()].map((group) =>
-      onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, group.traces, now, prices, redaction, group.partition), {
+      onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, group.traces, now, prices, redaction, group.partition, group.adopt), {
         shardOf: shardOfPartition(c.env, group.partition),
       }),
     ),
   );
+  // Forgotten where they were held once applied (those not updated meanwhile).
+  await releaseHeld(c.env, release);
   const outcome = { rejected: outcomes.reduce((n, o) => n + o.rejected, 0), rejections: outcomes.flatMap((o) => o.rejections) };
   // Scored after the answer, like the API's intake (src/evaluations/scoring-request.ts): the
   // records of a run with scorers are queued once the exporter has its answer.

@@ -26,6 +26,8 @@ import { mergeBatches } from "../ingest/merge-batches";
 import type { CompiledPolicy } from "../redaction/policy";
 import { type IngestContext, type RecordBatch, sessionRows, spanRows, traceRows } from "../ingest/record-rows";
 import { linkStoredSpansStatements, linkToStoredTraceStatements } from "../ingest/streaming-links";
+import { type HeldRow, adoptHeldStatements } from "../ingest/held-elsewhere";
+import type { IngestSpan } from "../ingest/ingest-schemas";
 import { heldPatchStatements } from "../ingest/streaming-patches";
 import { earlierTraceStartStatements } from "../ingest/trace-start";
 import { isoToMicros } from "../ingest/timestamps";
@@ -62,7 +64,24 @@ function rowsOf(trace: TracePlan, ctx: IngestContext): TraceRows {
   };
 }
 
-function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, run: RunWithProject, partition: PartitionRoute): D1PreparedStatement[] {
+/**
+ * The ids of the records a trace plan may write that can have held updates (its trace and spans:
+ * a session is never patched), read before the write to find updates held on another shard.
+ */
+export function patchableIdsOf(trace: TracePlan): string[] {
+  const ids = [trace.traceId];
+  const walk = (spans: readonly IngestSpan[] | null | undefined) => {
+    for (const span of spans ?? []) {
+      if (span.id) ids.push(span.id);
+      walk(span.spans);
+    }
+  };
+  walk((trace.full ?? trace.placeholder)?.spans as IngestSpan[] | undefined);
+  for (const group of trace.detached) walk(group.spans);
+  return ids;
+}
+
+function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, run: RunWithProject, partition: PartitionRoute, adopt: readonly HeldRow[]): D1PreparedStatement[] {
   const scope = { organizationId: ctx.organizationId, projectId: ctx.projectId, runId: ctx.runId };
   const traces = rows.map((r) => r.trace);
   const sessions = new Map(traces.flatMap((t) => (t.session ? [[t.session.id, t.session] as const] : [])));
@@ -80,6 +99,7 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, ru
   const full = mergeBatches(rows.flatMap((r) => r.full));
   const records = mergeBatches(rows.flatMap((r) => [...r.full, ...r.detached]));
   const detachedIds = rows.flatMap((r) => r.detached.flatMap((b) => b.records.map((rec) => rec.id)));
+  const written = new Set(records.records.map((r) => r.id));
   const fullStarts = traces.flatMap((t) => (t.full ? [{ id: t.traceId, createdAt: createdMicros(t) ?? ctx.nowMicros }] : []));
   return [
     ...shardMembershipStatements(d1, run),
@@ -88,6 +108,9 @@ function statementsFor(d1: D1Database, rows: TraceRows[], ctx: IngestContext, ru
     ...linkStoredSpansStatements(d1, full, scope),
     ...recordWriteStatements(d1, mergeBatches([placeholders, records]), scope),
     ...(detachedIds.length > 0 ? linkToStoredTraceStatements(d1, detachedIds, scope) : []),
+    // Updates of these records held on another shard (held-elsewhere.ts), only those of the
+    // records this batch writes: a trace written alone after a failed batch carries its own.
+    ...adoptHeldStatements(d1, adopt.filter((row) => written.has(row.record_id))),
     ...heldPatchStatements(d1, records.records.map((r) => r.id), ctx.runId),
   ];
 }
@@ -125,6 +148,8 @@ export async function writeExport(
   prices: PriceBook,
   redaction: CompiledPolicy | null,
   partition: PartitionRoute,
+  /** Updates of the plan's records held on other shards, carried into this write (otlp-routes.ts). */
+  adopt: readonly HeldRow[] = [],
 ): Promise<WriteOutcome> {
   const ctx: IngestContext = {
     partitionSeq: partition.seq,
@@ -154,7 +179,7 @@ export async function writeExport(
   }
   if (rows.length === 0) return outcome;
   try {
-    await runWriteBatch(d1, statementsFor(d1, rows, ctx, run, partition));
+    await runWriteBatch(d1, statementsFor(d1, rows, ctx, run, partition, adopt));
     outcome.written = rows.reduce((sum, r) => sum + r.trace.spanCount, 0);
     outcome.recordIds = [...new Set(rows.flatMap(recordIdsOf))];
     return outcome;
@@ -169,7 +194,7 @@ export async function writeExport(
   // One trace's data failed the request: write trace by trace to keep the others.
   for (const row of rows) {
     try {
-      await runWriteBatch(d1, statementsFor(d1, [row], ctx, run, partition));
+      await runWriteBatch(d1, statementsFor(d1, [row], ctx, run, partition, adopt));
       outcome.written += row.trace.spanCount;
       outcome.recordIds = [...new Set([...outcome.recordIds, ...recordIdsOf(row)])];
     } catch (error) {

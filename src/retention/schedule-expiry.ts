@@ -18,6 +18,7 @@ import { enqueueJob } from "../deletion/start-deletion";
 import { PROJECTS_WITH_EXPIRED_DATA } from "../deletion/expiry-sql";
 import type { Env } from "../env";
 import { CATALOG_SHARD, shardDatabase } from "../shards/shard-config";
+import { type PartitionErasureOutcome, eraseExpiredPartitions } from "./erase-expired-partitions";
 import { retentionCutoffMicros } from "./retention-policy";
 
 /** The job's submitter, as `created_by` shows it: no person asked for it. */
@@ -38,6 +39,8 @@ export interface ExpiryScheduleOutcome {
   jobs: { jobId: string; organizationId: string; projects: number; shards: string[] }[];
   /** Organizations skipped because their previous expiry is still running. */
   busyOrganizations: number;
+  /** Closed partitions wholly past their cut-off, erased as a unit before this (erase-expired-partitions.ts); null if that step failed. */
+  partitions: PartitionErasureOutcome | null;
 }
 
 /**
@@ -88,6 +91,14 @@ async function startExpiryJob(env: Env, organizationId: string, projects: Expiri
  * every cut-off of this run is computed (one instant for the whole run).
  */
 export async function scheduleExpiry(env: Env, scheduledMicros: number = currentMicros()): Promise<ExpiryScheduleOutcome> {
+  // Whole partitions first: what they erase is then neither probed nor chunked record by record
+  // (a dropped partition's shard is asked only if it holds another partition of the project).
+  let partitions: PartitionErasureOutcome | null = null;
+  try {
+    partitions = await eraseExpiredPartitions(env, scheduledMicros);
+  } catch (error) {
+    console.error(`retention: erasing whole partitions failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
   const [retained, busy] = await env.DB.batch<RetainedProject & { organization_id: string }>([
     env.DB.prepare(RETAINED_PROJECTS),
     env.DB.prepare(BUSY_ORGANIZATIONS),
@@ -127,7 +138,7 @@ export async function scheduleExpiry(env: Env, scheduledMicros: number = current
     }
   }
 
-  const outcome: ExpiryScheduleOutcome = { jobs: [], busyOrganizations: busyOrganizations.size };
+  const outcome: ExpiryScheduleOutcome = { jobs: [], busyOrganizations: busyOrganizations.size, partitions };
   for (const [organizationId, entry] of expiring) {
     const projects = [...entry.projects.values()];
     const shards = [...entry.shards].sort();
