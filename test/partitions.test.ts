@@ -225,6 +225,30 @@ describe("rolling", () => {
     expect((await usage(p)).records).toBe(6);
   });
 
+  it("a re-sent trace of a session never stored goes to the trace's own partition on another shard, not a second copy in the open one", async () => {
+    // Found by the move-partition work (p32g): the root lookup asked only for the session, found
+    // nothing, and the re-sent trace was written again in the open partition, on the other shard.
+    const home = { ...ROLLING, PARTITION_MAX_ROOTS: "100", DATA_SHARDS: "SHARD_0" };
+    const p = await newProject(home);
+    const session = uuid();
+    const old = trace();
+    await ingest(home, p, [old], { session_id: session });
+    const open = (await readPartitions(env as unknown as Env, p.projectId)).find((x) => x.state === "open")!;
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open.id, reason: "operator" });
+    clearPartitionCache();
+    const vars = { ...ROLLING, PARTITION_MAX_ROOTS: "100" };
+    const again = uuid();
+    await ingest(vars, p, [{ ...old, output: "again", spans: [{ id: again, type: "llm", name: "again" }] }], { session_id: session });
+    const streamed = uuid();
+    const spans = await fetchWith(vars, `/v2/projects/${p.projectId}/spans`, { log_stream_id: p.logStreamId, trace_id: old.id, parent_id: old.id, session_id: session, spans: [{ id: streamed, type: "tool", name: "late" }] });
+    expect(spans.status, JSON.stringify(spans.body)).toBe(200);
+    for (const id of [old.id, again, streamed]) expect(await seqOf(p, id), id).toEqual({ shard: "SHARD_0", seq: 1 });
+    const copies = await shardDb("SHARD_1").prepare("SELECT count(*) AS n FROM records WHERE project_id = ?1").bind(p.projectId).first<{ n: number }>();
+    expect(copies!.n).toBe(0);
+    const count = await fetchWith({}, `/v2/projects/${p.projectId}/traces/count`, { log_stream_id: p.logStreamId });
+    expect(count.body.total_count).toBe(1);
+  });
+
   it("OTLP: a late span goes to its trace's partition on another shard, a new trace to the open one", async () => {
     const p = await newProject({ DATA_SHARDS: "SHARD_0" });
     const otlp = async (spans: ReturnType<typeof otlpSpan>[]) => {

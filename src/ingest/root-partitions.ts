@@ -78,6 +78,15 @@ function subset(batch: RecordBatch, keep: (index: number) => boolean): RecordBat
   return { ...batch, records: indexes.map((i) => batch.records[i]!), encoded: indexes.map((i) => batch.encoded[i]!) };
 }
 
+/**
+ * Where a record of the write is already placed, if anywhere but the open partition's shard: its
+ * own stored copy first (a record never changes partition), then its trace's (a child stays with
+ * its trace even when the session it names was never stored), then its root's.
+ */
+function storedPlace(found: ReadonlyMap<string, PartitionRoute>, record: RecordRow): PartitionRoute | undefined {
+  return found.get(record.id) ?? (record.trace_id ? found.get(record.trace_id) : undefined) ?? found.get(rootOf(record));
+}
+
 const whole = (open: PartitionRoute, batch: RecordBatch): WritePlan => ({ groups: [{ partition: open, batch, adopt: [] }], release: [] });
 
 /**
@@ -95,7 +104,10 @@ export async function groupByRootPartition(env: Env, partitions: readonly Partit
     const root = rootOf(record);
     const stated = inRequest.get(root);
     if (stated && rootOf(stated) === root && stated.created_at >= open.openedAt + NEW_ROOT_MARGIN_MICROS) continue;
-    ask.add(root);
+    // The record itself and its trace too, not only its root: a trace of a session that was never
+    // stored was its own root when first written, so a re-send finds no session anywhere and must
+    // still meet its stored copy (see storedPlace).
+    for (const id of [root, record.trace_id, record.id]) if (id) ask.add(id);
   }
   if (ask.size === 0) return whole(open, batch);
   const found = new Map<string, PartitionRoute>();
@@ -122,7 +134,7 @@ export async function groupByRootPartition(env: Env, partitions: readonly Partit
         ]
       : []),
   ]);
-  const target = batch.records.map((r) => found.get(rootOf(r)) ?? open);
+  const target = batch.records.map((r) => storedPlace(found, r) ?? open);
   const groups: WriteGroup[] = [{ partition: open, batch: subset(batch, (i) => target[i] === open), adopt: [] }];
   // One write per shard: partitions on the same shard share it (the upsert gives each record its root's).
   for (const shard of new Set(target.filter((p) => p !== open).map((p) => p.shard))) {

@@ -110,13 +110,18 @@ const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id");
 /**
  * A new record's partition (docs/partitions.md): its root's when the root is stored here (a
  * session's traces and a trace's spans follow it whatever their time; null is the first
- * partition), else the batch's (the open partition, for new roots). A stored record keeps its own
+ * partition); else its trace's, when the session it names was never stored (the trace was then
+ * its own root: without this a late span of it took the open partition, apart from its trace);
+ * else the batch's (the open partition, for new roots). coalesce stops at the first answer, so
+ * the trace's probe costs only records whose root is not stored. A stored record keeps its own
  * (MERGE). A root written in the same statement is not seen, and needs not be: it is new, so it
  * takes the batch's partition too.
  */
 const PARTITION_OF_NEW = `coalesce(
   (SELECT coalesce(root.partition_seq, 1) FROM records AS root
    WHERE root.project_id = ${column("project_id")} AND root.id = coalesce(${column("session_id")}, ${column("trace_id")}, ${column("id")})),
+  (SELECT coalesce(trace.partition_seq, 1) FROM records AS trace
+   WHERE trace.project_id = ${column("project_id")} AND trace.id = ${column("trace_id")}),
   ${column("partition_seq")})`;
 
 const UPSERT_RECORDS = `
