@@ -143,7 +143,7 @@ describe("rolling", () => {
   });
 
   it("does not roll while PARTITION_ROLLING is off", async () => {
-    const vars = { PARTITION_MAX_ROOTS: "1" };
+    const vars = { PARTITION_ROLLING: "off", PARTITION_MAX_ROOTS: "1" };
     const p = await newProject(vars);
     await ingest(vars, p, [trace(), trace()]);
     await ingest(vars, p, [trace()]);

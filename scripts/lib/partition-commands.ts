@@ -4,8 +4,8 @@
  * closes the project's open partition and opens a new one, placed like a new project on the
  * configured shard (DATA_SHARDS of wrangler.toml) with the most room below its high-water mark,
  * as the catalog last recorded the sizes (the worker records them as it writes and every hour).
- * While PARTITION_ROLLING is off the new partition stays on the open one's shard (reads do not
- * span shards yet). Prints `{project_id, closed, opened, shard}`. The worker's isolates send new roots to the new
+ * Where PARTITION_ROLLING is "off" the new partition stays on the open one's shard (the operator
+ * chose to keep each project on one database). Prints `{project_id, closed, opened, shard}`. The worker's isolates send new roots to the new
  * partition within 5 seconds; the first write into it registers it on its shard.
  */
 import { readFileSync } from "node:fs";
@@ -39,17 +39,17 @@ export async function rollPartitionCommand(projectId: string, target: D1Target) 
   const skip = new Set((excluded ?? []).map((r) => String(r.shard)));
   const size = new Map((sizes ?? []).map((r) => [String(r.name), Number(r.size_bytes)]));
   const opens = new Map((openCounts ?? []).map((r) => [String(r.shard), Number(r.open)]));
-  // While PARTITION_ROLLING is off, reads do not yet span shards (docs/partitions.md, "Status"):
-  // a partition on another shard would hide the records written into it from every search, so
-  // the new one stays on the open one's shard, where reads find it, or nothing changes.
-  const rolling = (configVar("PARTITION_ROLLING") ?? "off").trim().toLowerCase() === "on";
+  // Where PARTITION_ROLLING is "off" (the worker's default is on: src/partitions/partition-config.ts)
+  // the operator keeps each project on one database: the new partition stays on the open one's
+  // shard, or nothing changes.
+  const rolling = (configVar("PARTITION_ROLLING") ?? "on").trim().toLowerCase() !== "off";
   const candidates = rolling ? names : names.filter((n) => n === String(open.shard));
   const shard = pickShard(
     candidates.filter((n) => !skip.has(n)).map((name) => ({ name, sizeBytes: size.get(name) ?? 0, projects: opens.get(name) ?? 0 })),
     highWater,
   );
   if (!shard && !rolling) {
-    throw new AdminError(`the open partition's shard ${String(open.shard)} is at its high-water mark, and a partition on another shard waits for reads across shards (PARTITION_ROLLING is off): nothing changed`);
+    throw new AdminError(`the open partition's shard ${String(open.shard)} is at its high-water mark, and PARTITION_ROLLING is "off", which keeps the project on that shard: nothing changed`);
   }
   if (!shard) throw new AdminError(`no data shard can take a new partition (every one of ${names.join(", ")} is at its high-water mark, or was left by a move of this project): nothing changed`);
   const opened = crypto.randomUUID();

@@ -1,7 +1,7 @@
 /**
  * When a project's open partition rolls (contract section 13, docs/partitions.md): the variables
  * PARTITION_MAX_ROOTS and PARTITION_MAX_DAYS, and PARTITION_ROLLING, the switch that lets
- * partitions roll by themselves at all.
+ * partitions roll by themselves at all (on by default; "off" turns it off).
  */
 import type { Env } from "../env";
 
@@ -33,6 +33,8 @@ export function partitionConfig(env: Env): PartitionConfig {
   return {
     maxRoots: Math.floor(positive(env.PARTITION_MAX_ROOTS, DEFAULT_MAX_ROOTS, "PARTITION_MAX_ROOTS")),
     maxDays: positive(env.PARTITION_MAX_DAYS, DEFAULT_MAX_DAYS, "PARTITION_MAX_DAYS"),
-    rolling: (env.PARTITION_ROLLING ?? "off").trim().toLowerCase() === "on",
+    // On unless switched off: every path spans partitions (docs/partitions.md, "Status"), and a
+    // project that cannot roll stops at one database's 10 GB.
+    rolling: (env.PARTITION_ROLLING ?? "on").trim().toLowerCase() !== "off",
   };
 }

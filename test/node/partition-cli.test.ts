@@ -69,9 +69,9 @@ describe("roll-partition", () => {
     expect(run.code, run.stderr).toBe(0);
     const printed = JSON.parse(run.stdout.trim());
     expect(printed).toMatchObject({ project_id: PROJECT, closed: "aaaaaaaa-0000-4000-8000-000000000001" });
-    // PARTITION_ROLLING is off in wrangler.toml: reads do not span shards yet, so the new
-    // partition stays on the open one's shard, where searches see its records.
-    expect(printed.shard).toBe("SHARD_0");
+    // Placed like a new project (PARTITION_ROLLING is on in wrangler.toml): no sizes recorded yet,
+    // so the tie goes to the shard with fewer open partitions, SHARD_1 (both projects' are on SHARD_0).
+    expect(printed.shard).toBe("SHARD_1");
     expect(await partitions()).toEqual([
       { id: "aaaaaaaa-0000-4000-8000-000000000001", seq: 1, shard: "SHARD_0", state: "closed", closed: 1 },
       { id: printed.opened, seq: 2, shard: printed.shard, state: "open", closed: 0 },
