@@ -14,6 +14,7 @@ import { call } from "./support/client";
 import { exportRequest, otlpSpan, postOtlp, protobufBody, randomHex } from "./support/otlp-requests";
 import { recordsOf } from "./support/record-dbs";
 import { addUser, createTenant, type Tenant } from "./support/tenants";
+import { until } from "./support/until";
 
 let admin: Tenant;
 let member: Tenant;
@@ -31,16 +32,6 @@ async function presetScorer(name: string, preset: string, params: Record<string,
   const version = await presetVersion(created.body.id, preset, params);
   expect(version.status, JSON.stringify(version.body)).toBe(200);
   return created.body.id as string;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 15_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() - started > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 async function storedRecord(id: string) {

@@ -11,6 +11,7 @@ import worker from "../src/index";
 import { call } from "./support/client";
 import { recordsOf } from "./support/record-dbs";
 import { createTenant, type Tenant } from "./support/tenants";
+import { until } from "./support/until";
 
 let admin: Tenant;
 let projectId: string;
@@ -19,16 +20,6 @@ beforeAll(async () => {
   admin = await createTenant();
   projectId = (await call("/v2/projects", { as: admin, body: { name: "deferred" } })).body.id;
 });
-
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 15_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() - started > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function presetScorer(name: string) {
   const id = (await call("/v2/scorers", { as: admin, body: { name, scorer_type: "preset", scoreable_node_types: ["trace"] } })).body.id as string;

@@ -10,22 +10,13 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { sweepDueResults } from "../src/evaluations/due-results";
 import { type PartitionedProject, fetchAs, projectOn } from "./support/partitioned-project";
 import { type Tenant, createTenant } from "./support/tenants";
+import { until } from "./support/until";
 
 let tenant: Tenant;
 let p: PartitionedProject;
 let scorer: string;
 let name: string;
 const shard = () => (env as unknown as Record<string, D1Database>).SHARD_0!;
-
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() - started > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** A queue whose sends fail, as a send after the write's answer may (or never run at all). */
 const lostQueue = {

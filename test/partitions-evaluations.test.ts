@@ -14,20 +14,11 @@ import { sweepDueResults } from "../src/evaluations/due-results";
 import { clearPartitionCache } from "../src/partitions/partition-catalog";
 import { type PartitionedProject, fetchAs, ingestTraces, projectOn, rollTo, shardsOf } from "./support/partitioned-project";
 import { type Tenant, createTenant } from "./support/tenants";
+import { until } from "./support/until";
 
 let tenant: Tenant;
 let p: PartitionedProject;
 const db = (shard: string) => (env as unknown as Record<string, D1Database>)[shard]!;
-
-async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() - started > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function presetScorer(name: string, preset: string, params: Record<string, unknown>, nodeTypes: string[]): Promise<string> {
   const made = await fetchAs(tenant, {}, "/v2/scorers", { name, scorer_type: "preset", scoreable_node_types: nodeTypes });

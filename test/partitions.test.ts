@@ -75,6 +75,22 @@ async function seqOf(p: Project, id: string): Promise<{ shard: string; seq: numb
   return undefined;
 }
 
+/** An OTLP/JSON export of these spans to the project's "default" log stream, which must answer 200. */
+async function exportTo(p: Project, spans: ReturnType<typeof otlpSpan>[]): Promise<void> {
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(
+    new Request("http://trace-store.test/otel/v1/traces", {
+      method: "POST",
+      headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
+      body: jsonBody(exportRequest(spans)),
+    }),
+    env as unknown as Env,
+    ctx,
+  );
+  await waitOnExecutionContext(ctx);
+  expect(response.status, await response.clone().text()).toBe(200);
+}
+
 const trace = (id = uuid(), extra: Record<string, unknown> = {}) => ({ id, name: "t", input: "in", output: "out", ...extra });
 
 describe("the catalog of partitions", () => {
@@ -251,20 +267,7 @@ describe("rolling", () => {
 
   it("OTLP: a late span goes to its trace's partition on another shard, a new trace to the open one", async () => {
     const p = await newProject({ DATA_SHARDS: "SHARD_0" });
-    const otlp = async (spans: ReturnType<typeof otlpSpan>[]) => {
-      const ctx = createExecutionContext();
-      const response = await worker.fetch(
-        new Request("http://trace-store.test/otel/v1/traces", {
-          method: "POST",
-          headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
-          body: jsonBody(exportRequest(spans)),
-        }),
-        env as unknown as Env,
-        ctx,
-      );
-      await waitOnExecutionContext(ctx);
-      expect(response.status, await response.clone().text()).toBe(200);
-    };
+    const otlp = (spans: ReturnType<typeof otlpSpan>[]) => exportTo(p, spans);
     const [traceA, rootA] = [randomHex(16), randomHex(8)];
     const now = Date.now();
     await otlp([otlpSpan({ trace: traceA, span: rootA, name: "root-a", startMs: now })]);
@@ -423,20 +426,7 @@ describe("held updates across shards", () => {
 
   it("applies an update held on the open partition's shard to a span an OTLP export then writes into its trace's partition on another shard", async () => {
     const p = await newProject({ DATA_SHARDS: "SHARD_0" });
-    const otlp = async (spans: ReturnType<typeof otlpSpan>[]) => {
-      const ctx = createExecutionContext();
-      const response = await worker.fetch(
-        new Request("http://trace-store.test/otel/v1/traces", {
-          method: "POST",
-          headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
-          body: jsonBody(exportRequest(spans)),
-        }),
-        env as unknown as Env,
-        ctx,
-      );
-      await waitOnExecutionContext(ctx);
-      expect(response.status, await response.clone().text()).toBe(200);
-    };
+    const otlp = (spans: ReturnType<typeof otlpSpan>[]) => exportTo(p, spans);
     const [traceHex, rootHex, lateHex] = [randomHex(16), randomHex(8), randomHex(8)];
     const now = Date.now();
     await otlp([otlpSpan({ trace: traceHex, span: rootHex, name: "root", startMs: now })]);

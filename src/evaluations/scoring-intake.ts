@@ -17,6 +17,7 @@
  * any writes exactly what it wrote before.
  */
 import type { Env, EvaluationMessage } from "../env";
+import type { IntakeMarker, IntakeScope } from "../http/app-env";
 import { allRecordDatabases, shardDatabase } from "../shards/shard-config";
 
 /** How long a marker waits for its own message before the cron sends it again. */
@@ -26,16 +27,7 @@ export const INTAKE_LEASE_MS = 15 * 60_000;
 /** Markers claimed per record database and cron run (each names at most 500 records). */
 export const INTAKE_PER_DATABASE = 50;
 
-export interface IntakeMarker {
-  id: string;
-  ids: string[];
-}
-
-export interface IntakeScope {
-  organizationId: string;
-  projectId: string;
-  runId: string;
-}
+export type { IntakeMarker, IntakeScope };
 
 const INSERT = `INSERT INTO evaluation_intake (id, organization_id, project_id, run_id, record_ids, due_at)
 SELECT value ->> 0, ?1, ?2, ?3, value ->> 1, ?4 FROM json_each(?5)`;

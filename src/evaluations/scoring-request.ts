@@ -11,6 +11,7 @@ import type { MiddlewareHandler } from "hono";
 import type { Env, EvaluationMessage } from "../env";
 import type { AppEnv } from "../http/app-env";
 import { runSettings } from "./run-settings";
+import { intakeStatement } from "./scoring-intake";
 
 /** Ids per queue message: well under the queue's 128 KB message limit for ids of 128 characters. */
 export const MAX_IDS_PER_MESSAGE = 500;
@@ -47,6 +48,12 @@ export async function enqueueScoring(env: Env, written: NonNullable<AppEnv["Vari
 }
 
 export const scoringAfterWrites: MiddlewareHandler<AppEnv> = async (c, next) => {
+  // The intake's hooks for its writes (src/http/app-env.ts, ScoringIntake): ingest marks records
+  // through them without importing this layer.
+  c.set("scoringIntake", {
+    mayHaveScorers: (runId) => runMayHaveScorers(c.env, runId),
+    markStatement: (db, scope, ids, nowMicros) => (ids.length === 0 ? null : intakeStatement(db, scope, ids, nowMicros, MAX_IDS_PER_MESSAGE)),
+  });
   await next();
   const written = c.get("writtenRecords");
   if (!written || written.length === 0) return;

@@ -10,6 +10,29 @@ export interface Principal {
   token?: { id: string; expiresAt: number };
 }
 
+/** The scoring messages one write will send (at most 500 record ids each), each with its marker's id. */
+export interface IntakeMarker {
+  id: string;
+  ids: string[];
+}
+
+export interface IntakeScope {
+  organizationId: string;
+  projectId: string;
+  runId: string;
+}
+
+/**
+ * What the intake asks of online evaluations while it writes (issue 34): whether a run may have
+ * scorers, and the statement that stores a write's intake markers in its own batch. Set on every
+ * request by src/evaluations/scoring-request.ts's middleware, so that ingest, a lower layer, never
+ * imports evaluations (docs/architecture.md): without it a write stores no markers.
+ */
+export interface ScoringIntake {
+  mayHaveScorers(runId: string): Promise<boolean>;
+  markStatement(db: D1Database, scope: IntakeScope, ids: string[], nowMicros: number): { statement: D1PreparedStatement; markers: IntakeMarker[] } | null;
+}
+
 /** Hono's environment for every router of the service. */
 export interface AppEnv {
   Bindings: Env;
@@ -25,7 +48,9 @@ export interface AppEnv {
       runId: string;
       ids: string[];
       /** The markers the write stored with these records (src/evaluations/scoring-intake.ts): one message each. */
-      intake?: { shard: string; markers: { id: string; ids: string[] }[] };
+      intake?: { shard: string; markers: IntakeMarker[] };
     }[];
+    /** Online evaluations' hooks for the intake's writes (ScoringIntake); absent, nothing is marked. */
+    scoringIntake?: ScoringIntake;
   };
 }

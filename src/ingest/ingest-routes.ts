@@ -3,7 +3,7 @@ import { database, nowMicros } from "../db/client";
 import { commonErrorResponses, ErrorDetail, ProjectIdParam } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import type { Context } from "hono";
-import type { AppEnv } from "../http/app-env";
+import type { AppEnv, IntakeMarker } from "../http/app-env";
 import { ownedRunWithProject } from "../projects/run-access";
 import { type RunSelector, refineRunSelector, runSelectorOf } from "../projects/run-selector";
 import { CreateSessionRequest, IngestResponse, IngestTracesRequest, refineRecordCount } from "./ingest-schemas";
@@ -20,7 +20,6 @@ import { partitionRootsStatement, registerPartitionStatement, rootsOf } from "..
 import { projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition } from "./root-partitions";
 import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
-import type { IntakeMarker } from "../evaluations/scoring-intake";
 import { noteScorableWrite, scorableMarkStatement, scoringMarks } from "./scorable-writes";
 
 const IngestBody = IngestTracesRequest.superRefine(refineRunSelector).superRefine(refineRecordCount("traces"));
@@ -84,7 +83,7 @@ export async function ingestInto(
     redactionFor(c.env.DB, projectId),
     projectPartitions(c.env, projectId),
     // Whether the run may have scorers (cached): its records' scoring markers go in the batch.
-    scoringMarks(c.env, selector.runId),
+    scoringMarks(c, selector.runId),
   ]);
   const now = nowMicros();
   // New roots go to the open partition (docs/partitions.md); records already stored keep theirs.
@@ -107,7 +106,7 @@ export async function ingestInto(
           projectId,
           "write",
           ({ db, route }) => {
-            const mark = marks && run.runId === selector.runId ? scorableMarkStatement(db, scope, group.batch.records.map((r) => r.id), now) : null;
+            const mark = marks && run.runId === selector.runId ? scorableMarkStatement(c, db, scope, group.batch.records.map((r) => r.id), now) : null;
             return runWriteBatch(db, [
               ...shardMembershipStatements(db, run),
               registerPartitionStatement(db, group.partition),

@@ -9,7 +9,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { database, nowMicros } from "../db/client";
 import type { Context } from "hono";
-import type { AppEnv } from "../http/app-env";
+import type { AppEnv, IntakeMarker } from "../http/app-env";
 import { commonErrorResponses, ErrorDetail, ProjectIdParam, Uuid } from "../http/common-schemas";
 import type { Router } from "../http/create-router";
 import { RequestValidationError } from "../http/errors";
@@ -33,7 +33,6 @@ import { registerPartitionStatement } from "../partitions/shard-partitions";
 import { openPartitionOf, projectPartitions } from "../partitions/partition-catalog";
 import { groupByRootPartition, partitionOfRecord } from "./root-partitions";
 import { adoptHeldStatements, releaseHeld } from "./held-elsewhere";
-import type { IntakeMarker } from "../evaluations/scoring-intake";
 import { noteScorableWrite, scorableMarkStatement, scoringMarks } from "./scorable-writes";
 import { priceBookFor } from "../pricing/price-overrides";
 import { redactionFor } from "../redaction/policy-store";
@@ -169,7 +168,7 @@ export function registerStreamingIngest(app: Router): void {
       redactionFor(c.env.DB, project_id),
       projectPartitions(c.env, project_id),
       // Whether the run may have scorers (cached): the spans' scoring marker goes in the batch.
-      scoringMarks(c.env, selector.runId),
+      scoringMarks(c, selector.runId),
     ]);
     const now = nowMicros();
     // Spans follow their trace's partition when it is stored (write-records.ts); else the open one.
@@ -198,7 +197,7 @@ export function registerStreamingIngest(app: Router): void {
       project_id,
       "write",
       ({ db, route }) => {
-        const mark = marks && run.runId === selector.runId ? scorableMarkStatement(db, scope, spanIds, now) : null;
+        const mark = marks && run.runId === selector.runId ? scorableMarkStatement(c, db, scope, spanIds, now) : null;
         return runWriteBatch(db, [
           ...shardMembershipStatements(db, run),
           registerPartitionStatement(db, target),
