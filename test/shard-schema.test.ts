@@ -42,6 +42,7 @@ const SHARD_TABLES = [
   "span_model_prices",
   "upkeep_state",
   "evaluation_results",
+  "evaluation_intake",
 ];
 
 /** The text index (migration 0016) and the tables FTS5 keeps it in. */
