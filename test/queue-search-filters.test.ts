@@ -4,7 +4,7 @@
  * each of `user_ids`), and leaves on the queue's own templates (`annotations/<queue template id>`).
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { type AnnotatedProject, createProjectWithRun, ingestTraces } from "./support/annotations";
+import { type AnnotatedProject, createProjectWithRun, createTemplate, ingestTraces } from "./support/annotations";
 import { call } from "./support/client";
 import { addUser, createTenant, type Tenant } from "./support/tenants";
 
@@ -68,5 +68,66 @@ describe("a queue's search with feedback leaves scoped to the queue", () => {
     const answer = await call(`/v2/annotation_queues/${qid}/partial_search`, { as: owner, body: { filter_tree: { filter: { type: "number", column_id: `annotations/${like}`, operator: "gt", value: 1 } } } });
     expect(answer.status, JSON.stringify(answer.body)).toBe(422);
     expect(answer.body.detail[0].msg).toContain("like_dislike");
+  });
+});
+
+/**
+ * A queue over two projects: its records/count and records/remove by filter read the feedback
+ * leaves as its partial_search does (scoped to the queue), the same for every project. Before,
+ * they bound the filter to the project's own templates, on one filter object shared by the
+ * projects read side by side: the first project's live templates decided for every project.
+ */
+describe("a queue of two projects: count and remove by filter as its search reads them", () => {
+  let queueId: string;
+  let doneA: string;
+  let doneB: string;
+  let open: string[];
+
+  const inQueue = async (filter_tree: unknown) => {
+    const answer = await call(`/v2/annotation_queues/${queueId}/partial_search`, { as: owner, body: { filter_tree } });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    return answer.body.records.map((r: { id: string }) => r.id as string).sort();
+  };
+  const countOf = async (filter_tree: unknown) => {
+    const answer = await call(`/v2/annotation_queues/${queueId}/records/count`, { as: owner, body: { filter_tree, record_type: "trace" } });
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    return answer.body.count as number;
+  };
+
+  beforeAll(async () => {
+    const a = await createProjectWithRun(owner);
+    const b = await createProjectWithRun(owner);
+    // Project A has a template of its own that nothing is rated with: a project-scoped
+    // `fully_annotated` would find nothing of A fully annotated, and none of B (no template).
+    await createTemplate(owner, a.projectId, { annotation_type: "like_dislike" });
+    const tracesA = (await ingestTraces(owner, a, 2)).traces;
+    const tracesB = (await ingestTraces(owner, b, 2)).traces;
+    const queue = await call("/v2/annotation_queues", { as: owner, body: { name: { value: `two-projects-${crypto.randomUUID()}` } } });
+    expect(queue.status).toBe(200);
+    queueId = queue.body.id;
+    const done = (await call(`/v2/annotation_queues/${queueId}/templates`, { as: owner, body: { template: { name: "done", constraints: { annotation_type: "like_dislike" } } } })).body.id;
+    for (const [project, ids] of [[a, tracesA], [b, tracesB]] as const) {
+      const added = await call(`/v2/annotation_queues/${queueId}/records`, { as: owner, body: { project_id: project.projectId, run_id: project.runId, record_selector: { type: "record_ids", record_ids: ids } } });
+      expect(added.status, JSON.stringify(added.body)).toBe(200);
+    }
+    [doneA, doneB] = [tracesA[0]!, tracesB[0]!];
+    open = [tracesA[1]!, tracesB[1]!].sort();
+    for (const rid of [doneA, doneB]) {
+      const rated = await call(`/v2/annotation_queues/${queueId}/records/${rid}/rating?annotation_template_id=${done}`, { as: owner, method: "PUT", body: { rating: { annotation_type: "like_dislike", value: true } } });
+      expect(rated.status, JSON.stringify(rated.body)).toBe(200);
+    }
+  });
+
+  it("records/count with fully_annotated counts what partial_search finds, in both projects", async () => {
+    expect(await inQueue({ filter: { type: "fully_annotated" } })).toEqual([doneA, doneB].sort());
+    expect(await countOf({ filter: { type: "fully_annotated" } })).toBe(2);
+    expect(await countOf({ not: { filter: { type: "fully_annotated" } } })).toBe(2);
+  });
+
+  it("records/remove by fully_annotated removes the finished records of both projects, and only them", async () => {
+    const removed = await call(`/v2/annotation_queues/${queueId}/records/remove`, { as: owner, body: { record_selector: { type: "filter_tree", record_type: "trace", filter_tree: { filter: { type: "fully_annotated" } } } } });
+    expect(removed.status, JSON.stringify(removed.body)).toBe(200);
+    expect(removed.body.num_records_removed).toBe(2);
+    expect(await inQueue(null)).toEqual(open);
   });
 });

@@ -36,7 +36,7 @@ import { normalizeFilters, normalizeSearchRequest } from "../search/normalize-se
 import type { FilterNode, SearchQuery } from "../search/search-query";
 import { PartialSearchRequestSchema, SearchResponseSchema } from "../search/search-schemas";
 import { addChunkSize, addIdsStatement, addMatchesStatement, countMatchingStatement, ENTRY_CHUNK, filterChunkStatement, type KeysetCursor, lastMatchStatement, listedIdsStatement, removeIdsStatement, removeMatchingStatement } from "./queue-entries";
-import { queueDetails } from "./queue-progress";
+import { queueDetails, type QueueScope } from "./queue-progress";
 import { queueScope } from "./queue-routes";
 import { AddRecordsRequest, CountRecordsRequest, QueueIdParam, QueueRecordPath, QUEUE_LIMITS, RemoveRecordsRequest } from "./queue-schemas";
 import { queuePage } from "./queue-search";
@@ -125,6 +125,19 @@ const routes = {
 const idsOf = (result: D1Result | undefined) => ((result?.results ?? []) as { record_id: string }[]).map((row) => row.record_id);
 
 /** A record selector's filter tree, checked like a search's (422 at the tree). */
+/**
+ * The filter of a queue's records/count or records/remove by filter, for one of the queue's
+ * projects: its own copy (binding fills the leaves, and the projects are read side by side), its
+ * annotation columns bound on the project's shard and its feedback leaves scoped to the queue, as
+ * the queue's partial_search reads them (contract section 8): `fully_annotated` is every queue
+ * template rated by each of the queue's annotators, whichever project the record is in.
+ */
+async function boundForQueue(c: Context<AppEnv>, projectId: string, filter: FilterNode, scope: QueueScope): Promise<FilterNode> {
+  const query = { filter: structuredClone(filter), sort: null } as unknown as SearchQuery;
+  await onProjectShard(c, projectId, "read", ({ db }) => bindAnnotationColumns(db, projectId, query, { templates: scope.templates, annotators: scope.annotators }));
+  return query.filter;
+}
+
 function selectorFilter(filterTree: unknown, family: RecordFamily): FilterNode {
   return normalizeFilters({ filter_tree: filterTree, filters: null } as never, family);
 }
@@ -302,9 +315,9 @@ export function registerAnnotationQueueRecords(app: Router): void {
     const { record_selector: selector } = c.req.valid("json");
     const queue = await queueFor(c.env.DB, c.get("principal"), queue_id, "update");
     const filter = selector.type === "filter_tree" ? selectorFilter(selector.filter_tree, selector.record_type) : null;
-    const projects = await queueProjects(c.env.DB, queue.id);
+    const scope = await queueScope(c, queue);
     const removed = await Promise.all(
-      projects.map(async (projectId) => {
+      scope.projects.map(async (projectId) => {
         let n = 0;
         if (selector.type === "record_ids") {
           const ids = [...new Set(selector.record_ids)];
@@ -317,16 +330,17 @@ export function registerAnnotationQueueRecords(app: Router): void {
           return n;
         }
         // By filter: ENTRY_CHUNK a statement until a chunk comes back short; the filter's
-        // annotation columns bound on the project's shard first (its templates live there).
-        await onProjectShard(c, projectId, "read", ({ db }) => bindAnnotationColumns(db, projectId, { filter, sort: null } as unknown as SearchQuery));
+        // annotation columns bound on the project's shard first (its templates live there), its
+        // feedback leaves scoped to the queue as in partial_search.
+        const bound = await boundForQueue(c, projectId, filter!, scope);
         for (let chunk = 0; chunk * ENTRY_CHUNK < QUEUE_LIMITS.maxRecordsPerAdd; chunk++) {
           if (chunk > 0) await yieldToEventLoop();
           // On the project's shard, then (partitions elsewhere) on each other shard holding one.
           const answers = await writeWhereRecordsLive(
             c,
             projectId,
-            (db) => [removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, filter!, ENTRY_CHUNK)],
-            () => (db) => [removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, filter!, ENTRY_CHUNK)],
+            (db) => [removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, bound, ENTRY_CHUNK)],
+            () => (db) => [removeMatchingStatement(db, queue.id, projectId, (selector as { record_type: RecordFamily }).record_type, bound, ENTRY_CHUNK)],
           );
           const counts = answers.map(([result]) => idsOf(result).length);
           n += counts.reduce((a, b) => a + b, 0);
@@ -343,17 +357,17 @@ export function registerAnnotationQueueRecords(app: Router): void {
     const input = c.req.valid("json");
     const queue = await queueFor(c.env.DB, c.get("principal"), queue_id, "read");
     const filter = input.filter_tree === undefined || input.filter_tree === null ? null : { family: input.record_type, node: selectorFilter(input.filter_tree, input.record_type) };
-    const projects = await queueProjects(c.env.DB, queue.id);
+    const scope = await queueScope(c, queue);
     // Each project on every shard holding one of its partitions: an entry lives beside its record.
     const counts = await Promise.all(
-      projects.map((projectId) =>
-        onProjectReadShards(c, projectId, async ({ db }) => {
-          if (filter) await bindAnnotationColumns(db, projectId, { filter: filter.node, sort: null } as unknown as SearchQuery);
-          const [state, result] = await db.batch([projectStateStatement(db, projectId), countMatchingStatement(db, queue.id, projectId, filter)]);
+      scope.projects.map(async (projectId) => {
+        const bound = filter && { family: filter.family, node: await boundForQueue(c, projectId, filter.node, scope) };
+        return onProjectReadShards(c, projectId, async ({ db }) => {
+          const [state, result] = await db.batch([projectStateStatement(db, projectId), countMatchingStatement(db, queue.id, projectId, bound)]);
           if (!readableHere(state)) throw new ProjectNotOnShardError(projectId);
           return Number((result?.results[0] as { n: number } | undefined)?.n ?? 0);
-        }),
-      ),
+        });
+      }),
     );
     return c.json({ count: counts.flat().reduce((sum, a) => sum + a.answer, 0) }, 200);
   });
