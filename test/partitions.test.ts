@@ -498,6 +498,39 @@ describe("reads across partitions on several shards", () => {
   });
 });
 
+describe("bookmarks across shards (read-your-writes on a project whose partitions span shards)", () => {
+  it("a read of both shards answers a bookmark for each; sent back, each is used and kept, and a shard's bookmark the request did not touch travels on", async () => {
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace()]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    const written = await ingest({}, p, [trace(uuid(), { name: "bookmarked" })]);
+    expect(written.headers.get("x-d1-bookmark")).toMatch(/^SHARD_1:[^,]+$/);
+    const search = (headers: Record<string, string>) =>
+      fetchAs(tenant, {}, `/v2/projects/${p.projectId}/traces/partial_search`, { log_stream_id: p.logStreamId, limit: 10 }, undefined, headers);
+    // Both shards read: one bookmark each, where one header used to carry only the last.
+    const read = await search({ "x-d1-bookmark": written.headers.get("x-d1-bookmark")! });
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body.records).toHaveLength(2);
+    const both = read.headers.get("x-d1-bookmark")!;
+    expect(both.split(",").map((entry) => entry.split(":")[0])).toEqual(["SHARD_0", "SHARD_1"]);
+    // Sent back whole, with an entry for the catalog this search does not read: all kept.
+    const catalog = "DB:00000000-00000001-00000000-00000000000000000000000000000000";
+    const again = await search({ "x-d1-bookmark": `${both},${catalog}` });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.records).toHaveLength(2);
+    expect(again.headers.get("x-d1-bookmark")!.split(",").map((entry) => entry.split(":")[0])).toEqual(["DB", "SHARD_0", "SHARD_1"]);
+    expect(again.headers.get("x-d1-bookmark")).toContain(catalog);
+    // What is no bookmark is left out, never a 4xx or 5xx.
+    for (const header of ["SHARD_9:0000,nonsense", ",,,", `SHARD_0:${"x".repeat(600)}`, "SHARD_0:,SHARD_1:"]) {
+      const odd = await search({ "x-d1-bookmark": header });
+      expect(odd.status, header.slice(0, 40)).toBe(200);
+      expect(odd.headers.get("x-d1-bookmark")!.split(",").map((entry) => entry.split(":")[0])).toEqual(["SHARD_0", "SHARD_1"]);
+    }
+  });
+});
+
 // These walk every page of many searches in two projects (hundreds of requests): 11 s alone at load
 // 7, past the suite's 20 s at load 13-18 (two files at once beside other work); the bound only
 // catches a hang.

@@ -41,6 +41,10 @@ export interface AppEnv {
     principal: Principal;
     /** The databases this request wrote records to: their upkeep is requested once it is answered (src/upkeep). */
     writtenShards?: Set<string>;
+    /** The request's `x-d1-bookmark`, by shard (src/shards/project-shard.ts). */
+    sentBookmarks?: Map<string, string>;
+    /** The answer's `x-d1-bookmark`, by shard: the sent ones, updated by the request's sessions. */
+    answerBookmarks?: Map<string, string>;
     /** The records this request wrote, per run: their scoring is queued once it is answered (src/evaluations). */
     writtenRecords?: {
       organizationId: string;

@@ -5,17 +5,20 @@
  *
  * Sessions (D1's Sessions API, docs/sharding.md "Consistency"): reads run on
  * `withSession("first-unconstrained")`, which may answer from a nearby read replica; writes on
- * `withSession("first-primary")`. Every answer carries the session's bookmark in `x-d1-bookmark`
- * (`<shard>:<bookmark>`); a request that sends one back starts its session from it, and so reads
- * at least everything that bookmark had seen (read-your-writes). A bookmark of another shard
- * (the project moved meanwhile) is ignored, and the session starts on the primary instead.
+ * `withSession("first-primary")`. Every answer carries the sessions' bookmarks in `x-d1-bookmark`
+ * (`<shard>:<bookmark>`, one per shard, comma-separated: a project whose partitions span shards
+ * is read on several in one request); a request that sends them back starts each shard's session
+ * from its own, and so reads at least everything those bookmarks had seen (read-your-writes). The
+ * answer carries the sent bookmarks of shards it did not touch too, so a client that always sends
+ * back its last answer's header never loses a shard's. A bookmark of a shard the request does not
+ * read (the project moved meanwhile) is not used; that shard's session starts as if none was sent.
  */
 import type { Context } from "hono";
 import type { Env } from "../env";
 import type { AppEnv, Principal } from "../http/app-env";
 import { ApiError } from "../http/errors";
 import { type ProjectRoute, forgetProjectRoute, projectRoute } from "./project-routing";
-import { shardConfig, shardDatabase } from "./shard-config";
+import { allRecordDatabases, shardConfig, shardDatabase } from "./shard-config";
 import { knownShardSize, noteShardSize } from "./shard-sizes";
 
 export const BOOKMARK_HEADER = "x-d1-bookmark";
@@ -43,13 +46,30 @@ export interface ProjectShard {
   db: D1Database;
 }
 
-/** The bookmark a request sent for this shard, if any. */
-function bookmarkFor(header: string | undefined, shard: string): string | undefined {
-  if (!header) return undefined;
-  const separator = header.indexOf(":");
-  if (separator <= 0 || header.slice(0, separator) !== shard) return undefined;
-  const bookmark = header.slice(separator + 1).trim();
-  return bookmark.length > 0 && bookmark.length <= 512 ? bookmark : undefined;
+/** Shards whose bookmarks one header may carry; the entries past it are not read. */
+const MAX_BOOKMARKS = 32;
+
+/**
+ * The bookmarks of an `x-d1-bookmark` header by shard: its `<shard>:<bookmark>` entries, comma
+ * separated (D1's bookmarks are hex and dashes), each bookmark at most 512 characters; anything
+ * else in it is not a bookmark and is left out.
+ */
+export function parseBookmarks(header: string | undefined): Map<string, string> {
+  const bookmarks = new Map<string, string>();
+  if (!header) return bookmarks;
+  for (const entry of header.split(",", MAX_BOOKMARKS)) {
+    const separator = entry.indexOf(":");
+    if (separator <= 0) continue;
+    const shard = entry.slice(0, separator).trim();
+    const bookmark = entry.slice(separator + 1).trim();
+    if (shard.length > 0 && shard.length <= 64 && bookmark.length > 0 && bookmark.length <= 512) bookmarks.set(shard, bookmark);
+  }
+  return bookmarks;
+}
+
+/** The header of a set of bookmarks, in shard order. */
+function bookmarkHeader(bookmarks: ReadonlyMap<string, string>): string {
+  return [...bookmarks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([shard, bookmark]) => `${shard}:${bookmark}`).join(",");
 }
 
 /** A session whose batches report the shard's size (noteShardSize) as they complete. */
@@ -72,11 +92,23 @@ function reportingSizes(session: D1DatabaseSession, report: (results: D1Result[]
 interface RunContext {
   env: Env;
   principal: Principal;
-  bookmarkHeader: string | undefined;
-  setBookmark: (value: string) => void;
+  /** The bookmark the request sent for a shard, if any. */
+  bookmarkFor: (shard: string) => string | undefined;
+  /** Notes a shard's bookmark after the request's work there: the answer's header carries it. */
+  setBookmark: (shard: string, bookmark: string) => void;
   waitUntil: (work: Promise<unknown>) => void;
   /** Notes that the request wrote to a database: its upkeep is requested after the answer (src/app.ts, src/upkeep). */
   noteWrite: (shard: string) => void;
+}
+
+/** The bookmarks the request sent, parsed once. */
+function requestBookmarks(c: Context<AppEnv>): Map<string, string> {
+  let sent = c.get("sentBookmarks");
+  if (!sent) {
+    sent = parseBookmarks(c.req.header(BOOKMARK_HEADER));
+    c.set("sentBookmarks", sent);
+  }
+  return sent;
 }
 
 function runContext(c: Context<AppEnv>): RunContext {
@@ -90,8 +122,14 @@ function runContext(c: Context<AppEnv>): RunContext {
   return {
     env: c.env,
     principal: c.get("principal"),
-    bookmarkHeader: c.req.header(BOOKMARK_HEADER),
-    setBookmark: (value) => c.header(BOOKMARK_HEADER, value),
+    bookmarkFor: (shard) => requestBookmarks(c).get(shard),
+    setBookmark: (shard, bookmark) => {
+      // The sent bookmarks of every database this worker has, updated by this request's sessions.
+      const answer = c.get("answerBookmarks") ?? new Map([...requestBookmarks(c)].filter(([name]) => allRecordDatabases(c.env).includes(name)));
+      answer.set(shard, bookmark);
+      c.set("answerBookmarks", answer);
+      c.header(BOOKMARK_HEADER, bookmarkHeader(answer));
+    },
     waitUntil,
     noteWrite: (shard) => {
       const written = c.get("writtenShards") ?? new Set<string>();
@@ -112,7 +150,7 @@ async function attempt<T>(ctx: RunContext, route: ProjectRoute, mode: ShardAcces
       );
     }
   }
-  const bookmark = bookmarkFor(ctx.bookmarkHeader, route.shard);
+  const bookmark = ctx.bookmarkFor(route.shard);
   const session = shardDatabase(ctx.env, route.shard).withSession(bookmark ?? (mode === "write" ? "first-primary" : "first-unconstrained"));
   const db = reportingSizes(session, (results) => {
     const persist = noteShardSize(ctx.env, route.shard, results);
@@ -121,7 +159,7 @@ async function attempt<T>(ctx: RunContext, route: ProjectRoute, mode: ShardAcces
   const result = await work({ route, db });
   if (mode === "write") ctx.noteWrite(route.shard);
   const after = session.getBookmark();
-  if (after) ctx.setBookmark(`${route.shard}:${after}`);
+  if (after) ctx.setBookmark(route.shard, after);
   return result;
 }
 

@@ -19,16 +19,16 @@ export interface PartitionedProject {
 }
 
 /**
- * A request as `tenant`, with these variables replaced: its status, its JSON body (null if none)
- * and its text. Not support/worker-call.ts's callWorkerWith, whose body is "JSON if it parses":
+ * A request as `tenant`, with these variables replaced (and these request headers added): its
+ * status, its JSON body (null if none), its text and its headers. Not support/worker-call.ts's callWorkerWith, whose body is "JSON if it parses":
  * a one-line JSONL export parses, and the export comparisons need its text.
  */
-export async function fetchAs(tenant: Tenant, overrides: Record<string, string>, path: string, body?: unknown, method?: string) {
+export async function fetchAs(tenant: Tenant, overrides: Record<string, string>, path: string, body?: unknown, method?: string, headers: Record<string, string> = {}) {
   const ctx = createExecutionContext();
   const response = await worker.fetch(
     new Request(`http://trace-store.test${path}`, {
       method: method ?? (body === undefined ? "GET" : "POST"),
-      headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey },
+      headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, ...headers },
       body: body === undefined ? undefined : JSON.stringify(body),
     }),
     { ...env, ...overrides } as Env,
@@ -42,7 +42,7 @@ export async function fetchAs(tenant: Tenant, overrides: Record<string, string>,
   } catch {
     // not JSON (an export's lines): `text` has it
   }
-  return { status: response.status, body: parsed, text };
+  return { status: response.status, body: parsed, text, headers: response.headers };
 }
 
 /** A project and its log stream, placed on `shard`. */
