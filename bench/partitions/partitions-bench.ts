@@ -133,7 +133,8 @@ export async function runPartitionsBench(options: PartitionsBenchOptions): Promi
   const ds = await ensurePartitionDatasets(options.size, options.seed);
   const records = ds.manifest.records;
   const samples = options.quick ? 5 : 21;
-  const vars = { ...BENCH_VARS, ...SCAN_ADMISSION_OFF };
+  // wrangler.toml's shards (BENCH_VARS's DATA_SHARDS = DB is for the one-database datasets).
+  const vars = { ...BENCH_VARS, ...SCAN_ADMISSION_OFF, DATA_SHARDS: "SHARD_0,SHARD_1" };
   const servers = {} as Record<Side, DevServer>;
   const rows: Row[] = [];
   let checked: string[] = [];

@@ -38,7 +38,15 @@ export interface SearchBenchOptions {
 }
 
 /** The token secret of bench servers (bearer tokens are not used: requests carry the API key). */
-export const BENCH_VARS = { TOKEN_SECRET: "bench-token-secret-not-used-for-api-keys-0123456789" };
+/**
+ * Every bench's service vars. DATA_SHARDS = DB: the benches' datasets are one migrated database,
+ * the catalog, which serves its projects' records as a shard; with wrangler.toml's SHARD_0 and
+ * SHARD_1 (not migrated in a bench's state) a partition that rolls (PARTITION_ROLLING is on, and
+ * a cached dataset's project is often older than PARTITION_MAX_DAYS) would be placed on one of
+ * them and every write would fail there. Rolls still happen, on DB, as deployed on one database.
+ * The shards and partitions benches set their own.
+ */
+export const BENCH_VARS = { TOKEN_SECRET: "bench-token-secret-not-used-for-api-keys-0123456789", DATA_SHARDS: "DB" };
 
 /**
  * The search bench measures what each shape costs, one request at a time: the organization's
