@@ -7,9 +7,10 @@
  * wrangler's own splitter) and its row in d1_migrations in one batch, in wrangler's order. A later
  * `wrangler d1 migrations list|apply --local` finds them applied (test/node/local-migrations.test.ts).
  *
- * Why not wrangler's apply: three processes of about 4 CPU s each (one per database, each loading
- * wrangler's 12.7 MB bundle and a workerd of its own), paid by every newcomer's first `npm start`
- * and every test that starts from an empty directory (issue 36). The deployed databases (--remote)
+ * Why not wrangler's apply: a process per database, each loading wrangler's 12.7 MB bundle and
+ * starting a new workerd for every migration it applies (its local execute makes a Miniflare per
+ * call): from empty, 119 CPU s and 303 s wall at load 11, against 15 CPU s and 29 s here (issue
+ * 36), paid by every newcomer's first `npm start` and by start-demo's test. The deployed databases (--remote)
  * stay with wrangler (`npm run db:migrate`).
  */
 import { existsSync, readFileSync, readdirSync } from "node:fs";
