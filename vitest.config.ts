@@ -26,17 +26,17 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * - Each workers file in a workerd of its own costs about 9 lane-seconds of setup (a workerd, the
  *   worker's modules, the migrations; the worker's dependencies are pre-bundled once per run,
  *   `deps.optimizer.ssr`, and test/support/apply-migrations.ts sends one batch per database).
- *   48 files share one workerd per lane instead (`workers-shared`, SHARED_WORKERD_FILES below).
+ *   54 files share one workerd per lane instead (`workers-shared`, SHARED_WORKERD_FILES below).
  * - Last clean run (9c3562b, 2026-11-29, load 0-6): `npm test` about 1,180 s (typecheck ~75 s,
  *   Vitest ~1,100 s, 1,411 tests in 138 files). Longest files then: start-demo 142 s, ui-browser
  *   136, export-pages 65, openapi-fuzz 63, admin-cli 53, ui-alerts-browser 46 (mostly waiting for
  *   the minutely cron: the behaviour under test), deletion-property 40, sdk-end-to-end 39.
  *   Expected after t36g's cuts (typecheck about 30 s less wall; lane time: start-demo about 50-100
- *   s less (its first start's 104 CPU s of wrangler applies), ui-browser about 15 s, 8 more shared
- *   files about 70 s; so roughly 70-90 s less Vitest wall): near 1,080 s for `npm test`. The
+ *   s less (its first start's 104 CPU s of wrangler applies), ui-browser about 15 s, 14 more shared
+ *   files about 125 s; so roughly 100-120 s less Vitest wall): near 1,050 s for `npm test`. The
  *   10-minute target is not met.
- * - What bounds the suite now: lane time, about 2,200 lane-seconds: per-file setup of the ~59
- *   workers files still in a workerd each (~530), the node files that start `npm start` and a
+ * - What bounds the suite now: lane time, about 2,200 lane-seconds: per-file setup of the ~53
+ *   workers files still in a workerd each (~480), the node files that start `npm start` and a
  *   Chromium (start-demo, the six browser files: ~450), and the long workers files whose time is
  *   their own tests' (openapi-fuzz, export-pages, deletion-property, sdk-merge-property).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
@@ -64,12 +64,13 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
 /*
  * Which files share: t36f's 40 (the 11 unit files and 29 candidates whose tests take about 2 s or
  * less), green three runs in a row; t36g added 8 (48 files: `npx vitest run --project
- * workers-shared` green three runs in a row, 152-175 s wall, 96-103 CPU s at load 9-13). The
- * candidates still to add, a few at a time, each after three green runs of that command:
- * delete-by-filter, deletion-api, evaluations-api, filter-sizes, metrics-property, openapi-fuzz,
- * otlp-fuzz, otlp-routes, password-limits, python-sdk-replay, python-sdk-routing,
- * sdk-merge-property, sdk-streaming, search-count, search-property, search-sort, body-values,
- * export-pages, and d1-meter (its meter is module state that a previous file's background work
+ * workers-shared` green three runs in a row, 152-175 s wall, 96-103 CPU s at load 9-13), then 6
+ * more (54 files, 728 tests: green three runs in a row, 196, 253, 269 s wall, 122-162 CPU s at
+ * load 7-11). The candidates still to add, a few at a time, each after three green runs of that
+ * command: delete-by-filter (timed out when shared in t36e's run), evaluations-api (feeds queue
+ * batches to its handler: likely fine, not tried), filter-sizes, metrics-property, openapi-fuzz,
+ * otlp-routes, password-limits, python-sdk-replay, sdk-merge-property, search-count,
+ * search-property, export-pages, and d1-meter (its meter is module state that a previous file's background work
  * could move). The long ones gain least: a file's own test time is unchanged by sharing.
  */
 const SHARED_WORKERD_FILES = [
@@ -116,7 +117,7 @@ const SHARED_WORKERD_FILES = [
   "test/tenancy.test.ts",
   "test/text-index-reads.test.ts",
   "test/token-secret.test.ts",
-  // Added by t36g (2026-11-29): green three runs in a row of `--project workers-shared` (48 files).
+  // Added by t36g (2026-11-29): green three runs in a row of `--project workers-shared` (48, then 54 files).
   "test/annotation-queues.test.ts",
   "test/body-limits.test.ts",
   "test/export.test.ts",
@@ -125,6 +126,12 @@ const SHARED_WORKERD_FILES = [
   "test/search-operators.test.ts",
   "test/search-validation.test.ts",
   "test/validation.test.ts",
+  "test/body-values.test.ts",
+  "test/deletion-api.test.ts",
+  "test/otlp-fuzz.test.ts",
+  "test/python-sdk-routing.test.ts",
+  "test/sdk-streaming.test.ts",
+  "test/search-sort.test.ts",
 ];
 
 // `TEST_ISOLATE_ALL=1 npx vitest run ...` runs every workers file in a workerd of its own again: to
