@@ -3,115 +3,42 @@ import { defineConfig } from "vitest/config";
 import { ensureUiBuilt } from "./scripts/lib/build-ui";
 
 /**
- * Two test projects:
+ * Two test projects (three with `workers-shared`, below):
  * - `workers`: everything under test/ except test/node, run inside workerd with real D1 and
  *   Queues (the same migrations folder that `wrangler d1 migrations apply` uses).
  * - `node`: test/node, plain Node processes that start the real service (`wrangler dev`), the
  *   admin command line or the `galileo` SDK, as a user would.
  *
  * How long `npm test` takes (issue 36: at most 10 minutes on a clean clone of a quiet 2-core
- * machine) is decided here and in test/node/migrated-state.ts:
- * - Node and workers files run together, two at a time (one group: the same `sequence.groupOrder`
- *   and `maxWorkers: 2`; Vitest's default on 2 cores is one; within the group the node project's
- *   files are handed out first, as they are the longest). Each workers file has its own workerd,
- *   so they never share state; each node file starts its own servers on system-picked ports, the
- *   inspector's too (`--inspector-port 0`: two wranglers probing 9229 at once both took it and
- *   one died), and its HTTP clients open a connection per request (test/node/no-keep-alive.ts:
- *   wrangler dev closes idle connections after 5 s).
- * - The node files' servers start from a copy of databases migrated once per set of migrations
- *   (test/node/migrated-state.ts) instead of a minute of `wrangler d1 migrations apply` each;
- *   test/node/start-demo.test.ts still runs `npm start` from an empty directory.
- * - Figures (docs/benchmarks.md, "The test suite"): 783 s on a quiet 2-core machine before issue
- *   36 (1,080 tests, node files one at a time, then workers files two at a time). The clean-clone
- *   run of 2026-11-29 00:17 (commit 7f803a9, 1,256 tests in 110 files, load 6 to 10 from other
- *   work beside it): 1,957 s, `npm ci` 86 s and `npm test` 1,871 s. After this round's cuts
- *   (clean clone of f617298 at 02:15, 1,293 tests in 117 files, load 5 to 9): 1,663 s, `npm ci`
- *   76 s and `npm test` 1,587 s. The target is not met.
- * - What bounds the suite is CPU, in processes the node files start: node files 1,709 s of the
- *   two lanes' 2,304 s. admin-cli alone 557 s (about 45 commands, each `npm run admin` (1.5 CPU s)
- *   and one `wrangler d1 execute --local` (4 CPU s, half of it loading wrangler's 12.7 MB bundle)),
- *   start-demo 264 s (two `npm start`: each three `wrangler d1 migrations apply` of 4 CPU s and a
- *   `wrangler dev`), the five browser files 573 s (an `npm start` and a Chromium each),
- *   shard-backup 96 s (a dozen wrangler commands). The 90 workers files take 594 s together; each
- *   has its own workerd (per-file storage). The lanes' last files ended 11 s apart: ordering is
- *   not what is left to gain.
- * - Done after that run: the admin command line's local SQL runs in its own process, one
- *   workerd of wrangler's miniflare on the same state files for every database and call of a
- *   command (scripts/lib/local-d1.ts; `--remote` stays with wrangler), instead of a `wrangler d1
- *   execute` (4 CPU s) per call: admin-cli alone 248 -> 210 CPU s (load 8-17; its move test, which
- *   polled with one wrangler per second, 263 -> 61 s), shard-backup 55 -> 31 CPU s, start-demo
- *   alone 423 -> 186 s (its second start 102 -> 20 s); `npm start`
- *   runs wrangler's three migration applies only when a local database lacks a migration
- *   (scripts/lib/local-migrations.ts), which every browser file's start and start-demo's second
- *   start skip (about 12 CPU s each). Expected: about 300 s less lane time, roughly 150 s less wall
- *   (near 1,430 s; the target is still not met). What bounds it then: CPU per process the node files start (an
- *   admin command is still about 4 CPU s: Node and tsx 1.2, loading miniflare 1.1, a workerd 1.5;
- *   a browser file one `npm start` and one Chromium) and openapi-fuzz (100 s in workerd).
- * - Next cuts: fewer admin processes where one command can assert what two do, one workerd for
- *   the workers files that need no storage of their own, openapi-fuzz's fixed costs. Done before: `npm run admin` and
- *   `npm start` run as one Node process (`node --import tsx`: 0.8 CPU s against the `tsx`
- *   command's 1.1 per start), which also ends tsx's signal relay (scripts/start.ts).
- * - Each workers file's fixed cost (2026-11-29, branch t36d): every file has its own workerd, and
- *   its first `import "cloudflare:test"` loads the whole worker (the plugin appends `import
- *   main`) one module at a time over the runner's socket: 601 fetches, 329 of them node_modules
- *   (zod 94, protobuf 66, drizzle 90, hono 40). That, not the migrations, was Vitest's "setup"
- *   (7.8 s of a file's 8.9 at load 1.5; the migrations 1.1 s). Now the worker's dependencies are
- *   pre-bundled once per run by Vitest's SSR deps optimizer (`deps.optimizer.ssr` below: 293
- *   fetches, a file's setup 3.3 s at load 1.5), and test/support/apply-migrations.ts sends each
- *   database's missing migrations in one batch, the three databases side by side (2.6 -> 1.45 s
- *   per file at load 11). 13 small workers files: 132.5 -> 116.9 CPU s (load 8-11). What is left
- *   per file: about 3.5 CPU s of workerd (starting, evaluating the worker's 270 source modules)
- *   and about 4 in Vitest's process (miniflare building and encoding each file's workerd config,
- *   the runner socket's per-message deflate, serving the module fetches). Sharing one workerd
- *   between files would remove most of it, but the plugin gives storage per workerd, not per file.
- * - Files that share a workerd (2026-11-29, branch t36e): the plugin (1.5.0) makes one Miniflare
- *   per Vitest pool worker, and Vitest 4 hands a pool worker on from one file to the next of the
- *   same project when the project says `isolate: false` (its Pool keeps the runner while the next
- *   queued file is of the same non-isolated project; projects sort by name, so `workers-shared`'s
- *   files come last and each lane keeps one workerd for all of them). The worker's modules are
- *   then evaluated once per lane, not once per file. The branch ran 67 of the 104 workers files so;
- *   merged with the 11 unit files only (SHARED_WORKERD_FILES below: why, and the candidates). Measured alone at load
- *   10.8-12.6: 14 small files 253 s wall, 127.5 CPU s in their own workerds against 89 s wall,
- *   48.2 CPU s shared (5.7 CPU s less per file); the 11 unit files 87 -> 30 CPU s (load 8). A
- *   file's own test time is unchanged by sharing (search-property 42 s shared, 39 s alone;
- *   filter-sizes 51 / 50, load 9-11; export-pages and openapi-fuzz took as long first in a fresh
- *   workerd as after other files). The 68 together: 915 tests green, 583 s wall, 367 CPU s,
- *   Vitest's setup 58.7 s for all 68 (load 7.4-11). A second run of the 68 (longest first, load
- *   9-12) FAILED: ingest (5 tests saw metrics they did not write: since isolated again),
- *   delete-by-filter (20 s timeouts), otlp-routes and search-property (60 s limits), with D1
- *   "Network connection lost" in the log: not yet explained; run the shared list several times
- *   before relying on it. Expected in `npm test`: Vitest's setup
- *   451 s -> about 215 (the 36 isolated files keep theirs), about 130-170 s less wall, so
- *   `npm test` near 1,100 s at the last run's load: the target is still not met.
- *   `TEST_ISOLATE_ALL=1` gives every file its own workerd again (to tell a sharing failure from
- *   a real one). The property tests' runs (8-25 per property, FUZZ_RUNS for openapi-fuzz) were
- *   not changed: not measured this round, and fewer runs would cover less.
- * - What bounds the suite after this: the node files (admin-cli 202 s, start-demo 139, ui-browser
- *   111 of the last run: processes each test starts) and the long workers files, whose time is
- *   their tests' own (openapi-fuzz 61 s, export-pages 50, deletion-property 42). Not cut here:
- *   export-refusals' waits (a 1.5 s and an 8 s sleep) are the behaviour under test (a slot held
- *   mid-stream; a refusal that outlasts the queue's retries), not polling.
- * - The clean run of 4f3d45b (2026-11-29 11:47, load 1-5; per-file figures from Vitest's JSON
- *   report): Vitest 1,212 s wall, so 2,424 lane-seconds, of which the files' own tests were 1,314
- *   and the rest, about 1,110, each file's setup (a workerd, the worker's modules, the
- *   migrations; about 9 lane-seconds per workers file): per-file setup, not any one file, is now
- *   the largest cost. Longest files: admin-cli 198 s, start-demo 139, ui-browser 109,
- *   ui-alerts-browser 62 (59.5 of it waiting for `npm start`'s minutely cron to fire the rule:
- *   the behaviour under test), openapi-fuzz 60, export-pages 54 (the span sorts with pages of
- *   one root, 214 pages each: kept, they put every tie on a page boundary).
- * - Done on branch t36f (2026-11-29): admin-cli runs its commands through the command line's own
- *   entry point in the test's process (scripts/lib/admin-cli.ts's runAdmin, which
- *   scripts/admin.ts calls), with four real processes kept for what is about the process: alone
- *   646 s and 203 CPU s (load 10-14) -> 139 s and 40 CPU s (load 9.5-20; 68 s at 9.4). And 29
- *   more workers files in the shared workerd (40 in `workers-shared`, green three runs in a row,
- *   below): the 29 in workerds of their own 916 s wall, 295 CPU s (load 16-19); the 40 shared
- *   134-178 s wall, 76-84 CPU s (load 14-17). Expected in `npm test`: about 400 lane-seconds
- *   less (admin-cli's 198 -> about 60 at a quiet run's load; the 29 files' setup, about 9
- *   lane-seconds each), about 200 s of wall, so near 1,010 s for Vitest at the last run's load:
- *   the 10-minute target is still not met. What bounds it then: per-file setup of the 67 workers files still in a workerd each (about 9
- *   lane-seconds each) and the node files that start `npm start` (start-demo 139 s, five browser
- *   files 220 s). Next: more files into `workers-shared` (the list below), once each addition is
- *   green several runs in a row.
+ * machine; the history of every cut: bench/results/test-suite-history.md):
+ * - `npm run typecheck` (scripts/typecheck.ts): the four TypeScript projects in one command, two
+ *   lanes, each project reporting its own files (src/ checked once, not again by scripts/ and
+ *   bench/): 111 -> 96 CPU s (four `tsc` runs at load 2 / one command at load 9-10), wall about
+ *   the root project's alone (~45 s quiet) instead of the four runs' sum (~75 s).
+ * - Node and workers files run together, two at a time (one group: `sequence.groupOrder`,
+ *   `maxWorkers: 2`; the node project's files, the longest, are handed out first). Each node file
+ *   starts its own servers on system-picked ports (the inspector's too) from a copy of databases
+ *   migrated once per set of migrations (test/node/migrated-state.ts); its HTTP clients open a
+ *   connection per request (test/node/no-keep-alive.ts). `npm start` applies the migrations its
+ *   local databases lack in process, one workerd for the three (scripts/lib/local-migrations.ts;
+ *   wrangler's three `d1 migrations apply` were 119 CPU s, 303 s wall at load 11; now 15 CPU s,
+ *   29 s), so start-demo's first start no longer pays them.
+ * - Each workers file in a workerd of its own costs about 9 lane-seconds of setup (a workerd, the
+ *   worker's modules, the migrations; the worker's dependencies are pre-bundled once per run,
+ *   `deps.optimizer.ssr`, and test/support/apply-migrations.ts sends one batch per database).
+ *   54 files share one workerd per lane instead (`workers-shared`, SHARED_WORKERD_FILES below).
+ * - Last clean run (9c3562b, 2026-11-29, load 0-6): `npm test` about 1,180 s (typecheck ~75 s,
+ *   Vitest ~1,100 s, 1,411 tests in 138 files). Longest files then: start-demo 142 s, ui-browser
+ *   136, export-pages 65, openapi-fuzz 63, admin-cli 53, ui-alerts-browser 46 (mostly waiting for
+ *   the minutely cron: the behaviour under test), deletion-property 40, sdk-end-to-end 39.
+ *   Expected after t36g's cuts (typecheck about 30 s less wall; lane time: start-demo about 50-100
+ *   s less (its first start's 104 CPU s of wrangler applies), ui-browser about 15 s, 14 more shared
+ *   files about 125 s; so roughly 100-120 s less Vitest wall): near 1,050 s for `npm test`. The
+ *   10-minute target is not met.
+ * - What bounds the suite now: lane time, about 2,200 lane-seconds: per-file setup of the ~53
+ *   workers files still in a workerd each (~480), the node files that start `npm start` and a
+ *   Chromium (start-demo, the six browser files: ~450), and the long workers files whose time is
+ *   their own tests' (openapi-fuzz, export-pages, deletion-property, sdk-merge-property).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
  *   raised from Vitest's 5 s; the node project's hooks start servers and Chromium, and a node
  *   test may run dozens of command line processes.
@@ -135,20 +62,16 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * passes) belongs out of this list.
  */
 /*
- * Which files share (lead, at merge, 2026-11-29; t36f): the branch t36e shared 67, and its second
- * run of them together failed (timeouts and D1 "Network connection lost", unexplained), so only
- * the 11 pure unit files were merged. t36f added the 29 candidates whose own tests take about 2 s
- * or less (a workerd of their own cost each more than its tests), leaving out d1-meter (its meter
- * is module state that a previous file's background work could move) and export (a console spy
- * it never restores): `npx vitest run --project workers-shared`, 40 files, green three times in a
- * row at load 14-17 (178, 145, 134 s). The candidates still to add, a few at a time, each after
- * several green runs of that command: annotation-queues, body-limits, body-values,
- * delete-by-filter, evaluations-api, filter-sizes, metrics-property, openapi-fuzz, otlp-deep-text,
- * otlp-fuzz, otlp-routes, password-limits, python-sdk-replay, python-sdk-routing,
- * redaction-ingest, sdk-merge-property, sdk-streaming, search-count, search-operators,
- * search-property, search-sort, search-validation, validation, deletion-api, export-pages,
- * d1-meter, export (the last two after the fixes above). The long ones gain least: a file's own
- * test time is unchanged by sharing.
+ * Which files share: t36f's 40 (the 11 unit files and 29 candidates whose tests take about 2 s or
+ * less), green three runs in a row; t36g added 8 (48 files: `npx vitest run --project
+ * workers-shared` green three runs in a row, 152-175 s wall, 96-103 CPU s at load 9-13), then 6
+ * more (54 files, 728 tests: green three runs in a row, 196, 253, 269 s wall, 122-162 CPU s at
+ * load 7-11). The candidates still to add, a few at a time, each after three green runs of that
+ * command: delete-by-filter (timed out when shared in t36e's run), evaluations-api (feeds queue
+ * batches to its handler: likely fine, not tried), filter-sizes, metrics-property, openapi-fuzz,
+ * otlp-routes, password-limits, python-sdk-replay, sdk-merge-property, search-count,
+ * search-property, export-pages, and d1-meter (its meter is module state that a previous file's background work
+ * could move). The long ones gain least: a file's own test time is unchanged by sharing.
  */
 const SHARED_WORKERD_FILES = [
   // The pure unit files (lead, at merge, 2026-11-29).
@@ -194,6 +117,21 @@ const SHARED_WORKERD_FILES = [
   "test/tenancy.test.ts",
   "test/text-index-reads.test.ts",
   "test/token-secret.test.ts",
+  // Added by t36g (2026-11-29): green three runs in a row of `--project workers-shared` (48, then 54 files).
+  "test/annotation-queues.test.ts",
+  "test/body-limits.test.ts",
+  "test/export.test.ts",
+  "test/otlp-deep-text.test.ts",
+  "test/redaction-ingest.test.ts",
+  "test/search-operators.test.ts",
+  "test/search-validation.test.ts",
+  "test/validation.test.ts",
+  "test/body-values.test.ts",
+  "test/deletion-api.test.ts",
+  "test/otlp-fuzz.test.ts",
+  "test/python-sdk-routing.test.ts",
+  "test/sdk-streaming.test.ts",
+  "test/search-sort.test.ts",
 ];
 
 // `TEST_ISOLATE_ALL=1 npx vitest run ...` runs every workers file in a workerd of its own again: to

@@ -3,8 +3,8 @@
  * `npm start`: the local service, ready to use.
  *
  * 0. builds the trace explorer into ui/dist if its sources changed since the last build;
- * 1. applies the migrations to the local D1 databases (`wrangler d1 migrations apply --local`, one
- *    per database) when one lacks any (scripts/lib/local-migrations.ts reads that in process);
+ * 1. applies the migrations the local D1 databases lack, as `wrangler d1 migrations apply --local`
+ *    would, in this process (scripts/lib/local-migrations.ts: one workerd for the three);
  * 2. makes .dev.vars from .dev.vars.example with a random TOKEN_SECRET if it is missing;
  * 3. starts `wrangler dev` on http://127.0.0.1:${PORT:-8787};
  * 4. once /healthcheck answers, seeds the demo dataset through the real API, once (later starts
@@ -33,9 +33,9 @@ import { ensureDevVars } from "./lib/dev-vars";
 import { configuredCrons, startLocalCron } from "./lib/local-cron";
 import { LOOPBACK, isPortFree, startDevServer, waitUntilHealthy } from "./lib/local-server";
 import { closeLocalD1 } from "./lib/local-d1";
-import { pendingLocalMigrations } from "./lib/local-migrations";
+import { applyLocalMigrations } from "./lib/local-migrations";
 import { type DemoCredentials, apiKeyWorks, demoStatePath, readDemoState, seedDemo, writeDemoState } from "./lib/seed-demo";
-import { type D1Target, WranglerError, applyMigrations, stopRunningWranglers } from "./lib/wrangler";
+import { type D1Target, WranglerError, stopRunningWranglers } from "./lib/wrangler";
 
 const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 let server: ChildProcess | undefined;
@@ -131,16 +131,11 @@ if (!(await isPortFree(port))) fail(`port ${port} on ${LOOPBACK} is in use; stop
 say("building the trace explorer (ui/)");
 await ensureUiBuilt();
 try {
-  // wrangler's apply is a process of about 4 CPU s per database: only when one lacks a migration.
-  const pending = await pendingLocalMigrations(persistTo);
-  if (Object.keys(pending).length === 0) {
-    say("the local D1 databases have every migration");
-  } else {
-    say(`applying migrations to the local D1 databases (${Object.entries(pending).map(([binding, names]) => `${binding}: ${names.length}`).join(", ")})`);
-    await applyMigrations(target);
-  }
+  const applied = await applyLocalMigrations(persistTo);
+  if (Object.keys(applied).length === 0) say("the local D1 databases have every migration");
+  else say(`applied migrations to the local D1 databases (${Object.entries(applied).map(([binding, names]) => `${binding}: ${names.length}`).join(", ")})`);
 } catch (error) {
-  fail(error instanceof WranglerError ? `${error.message}\n${error.output}` : String(error));
+  fail(error instanceof Error ? error.message : String(error));
 }
 if (ensureDevVars()) say("created .dev.vars with a random TOKEN_SECRET (from .dev.vars.example)");
 

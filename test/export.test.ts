@@ -4,7 +4,7 @@
  * 422s, and a failure mid-stream that aborts the response instead of ending it short.
  */
 import { createExecutionContext, env } from "cloudflare:test";
-import { beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { type D1Call, observeD1 } from "../src/http/d1-round-trips";
 import worker from "../src/index";
 import { type Run, createRun, postSession, postTraces } from "./deletion-fixtures";
@@ -223,6 +223,8 @@ describe("a failure mid-stream", () => {
     // The shard's second statement fails: the second page of csv roots, after the first is sent.
     const faulty = faultyD1(real, 2, "before");
     const logged = vi.spyOn(console, "error").mockImplementation(() => undefined);
+    // Restored whatever happens: this file shares its workerd (and console) with other files.
+    onTestFinished(() => logged.mockRestore());
     const request = new Request(`http://trace-store.test/v2/projects/${run.projectId}/export_records`, {
       method: "POST",
       headers: { "Service-API-Key": admin.apiKey, "content-type": "application/json" },
@@ -245,6 +247,5 @@ describe("a failure mid-stream", () => {
     expect(faulty.fired()).toBe(true);
     expect(received.join("").split("\n").length).toBeGreaterThan(1);
     expect(logged.mock.calls.some((args) => String(args[0]).includes("failed mid-stream"))).toBe(true);
-    logged.mockRestore();
   });
 });

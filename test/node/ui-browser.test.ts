@@ -466,8 +466,11 @@ describe("trace explorer", () => {
     await page.goto("/");
     await signInWithKey(page, server.demo.api_key);
     await page.getByRole("link", { name: /^demo\s/ }).waitFor();
+    // Two page loads: each answer is measured once, a reload included. The timing itself is the
+    // UI benchmark's (`npm run bench -- ui`), which loads it enough times for a median; here it
+    // was seven loads (about 6 s of this file) for a median nothing asserted (issue 36).
     const timings: number[] = [];
-    for (let attempt = 0; attempt < 7; attempt++) {
+    for (let attempt = 0; attempt < 2; attempt++) {
       await page.goto(`/projects/${server.demo.project_id}/log_streams/${run.body.id}/traces?size=100`);
       await waitForRows(page, 100);
       const measured = (await page.evaluate(`performance.getEntriesByName("records-table-render").map((e) => [e.duration, e.detail.rows])`)) as [number, number][];
@@ -476,10 +479,8 @@ describe("trace explorer", () => {
       timings.push(measured[0]![0]);
     }
     timings.sort((a, b) => a - b);
-    const [best, median, worst] = [timings[0]!, timings[3]!, timings[6]!];
-    console.log(
-      `[ui] first render of a 100-row table after the API answered: best ${best.toFixed(1)} ms, median ${median.toFixed(1)} ms, worst ${worst.toFixed(1)} ms (7 page loads)`,
-    );
+    const best = timings[0]!;
+    console.log(`[ui] first render of a 100-row table after the API answered: ${timings.map((t) => t.toFixed(1)).join(" ms, ")} ms (2 page loads)`);
     // The page measures its own render, once per answer, for the rows it drew. How long it takes
     // is the UI benchmark's to judge (`npm run bench -- ui`, docs/benchmarks.md), not a timed
     // test's: a wall-clock bound failed CI at 105.8 ms under the whole suite's load.
@@ -586,7 +587,9 @@ describe("trace explorer", () => {
     // The OpenTelemetry intake's paths too (it takes POSTs only: a navigation gets the API's JSON answer).
     const otel = await page.goto("/otel/v1/traces");
     expect(otel!.headers()["content-type"]).toContain("application/json");
-    const docs = await page.goto("/docs");
+    // The answer is what this test is about: not waiting for Scalar to render it (about 7 s,
+    // the API reference test's business) before the next navigation.
+    const docs = await page.goto("/docs", { waitUntil: "commit" });
     expect(await docs!.text()).toContain("Scalar.createApiReference");
     // Any other path is the page, which routes in the browser.
     const deep = await page.goto(runPath("traces", "?page=2"));
