@@ -42,7 +42,7 @@ export async function fetchAs(tenant: Tenant, overrides: Record<string, string>,
   } catch {
     // not JSON (an export's lines): `text` has it
   }
-  return { status: response.status, body: parsed, text };
+  return { status: response.status, body: parsed, text, headers: response.headers };
 }
 
 /** A project and its log stream, placed on `shard`. */
