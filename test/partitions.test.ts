@@ -496,6 +496,28 @@ describe("reads across partitions on several shards", () => {
     expect(await count()).toEqual({ total_count: 5, capped: false });
     expect(await count([{ column_id: "tags", operator: "contains", value: "counted", type: "collection" }])).toEqual({ total_count: 3, capped: false });
   });
+
+  it("count near the cap: exact below it and capped past it when one shard holds most matches (each shard counts its share first, then what is left)", async () => {
+    // COUNT_CAP is 10,000: on two shards each first counts up to 5,001; SHARD_0 fills its share
+    // and counts again up to what SHARD_1's exact count leaves.
+    const spans = (n: number, name: string) => Array.from({ length: n }, () => ({ id: uuid(), type: "llm", name, input: "q", output: "a" }));
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace(uuid(), { spans: spans(5_200, "big") })]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    await ingest({}, p, [trace(uuid(), { spans: spans(4_799, "small") })]);
+    const count = async (filters: unknown[] = []) => {
+      const answer = await fetchWith({}, `/v2/projects/${p.projectId}/spans/count`, { log_stream_id: p.logStreamId, filters });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body;
+    };
+    expect(await count()).toEqual({ total_count: 9_999, capped: false });
+    await ingest({}, p, [trace(uuid(), { spans: spans(1, "small") })]);
+    expect(await count()).toEqual({ total_count: 10_000, capped: false });
+    await ingest({}, p, [trace(uuid(), { spans: spans(1, "small") })]);
+    expect(await count()).toEqual({ total_count: 10_000, capped: true });
+  }, 90_000);
 });
 
 // These walk every page of many searches in two projects (hundreds of requests): 11 s alone at load
