@@ -9,7 +9,7 @@
  * templates and queues differ by id only, and the answers are compared with those ids named.
  *
  * Read routes compared: partial_search of traces, spans and sessions in several sorts, walked
- * page by page with `starting_token`; the feedback fields, an annotation filter and sort,
+ * page by page with `starting_token` and at deep tokens off the walk's steps; the feedback fields, an annotation filter and sort,
  * `fully_annotated`; the templates' usage counts; the queue's search and count; the count routes;
  * available_columns; metrics/search by day and name; custom_search of spans; the streamed export.
  */
@@ -216,6 +216,13 @@ async function reads(p: Annotated, now: number): Promise<unknown> {
       token = page.body.next_starting_token;
     }
     walks[`${route} ${JSON.stringify(body)}`] = seen;
+    // Pages that start deep and off the walk's steps (a deep page is found from the shard that
+    // leads the order, or by merging the shards' first matches: src/search/deep-page.ts).
+    for (const jump of new Set([1, 3, Math.floor(seen.length / 2) + 1, Math.max(seen.length - 2, 1)])) {
+      const page = await fetchAs(p.tenant, {}, `${base}/${route}`, { log_stream_id: p.logStreamId, ...body, limit: 3, starting_token: jump });
+      expect(page.status, JSON.stringify(page.body)).toBe(200);
+      walks[`${route} ${JSON.stringify(body)} at ${jump}`] = [...page.body.records.map((r: { id: string }) => r.id), String(page.body.next_starting_token)];
+    }
   }
   // The feedback fields of every trace, an annotation filter, an annotation sort and fully_annotated.
   const feedback: Record<string, unknown> = {};

@@ -496,6 +496,28 @@ describe("reads across partitions on several shards", () => {
     expect(await count()).toEqual({ total_count: 5, capped: false });
     expect(await count([{ column_id: "tags", operator: "contains", value: "counted", type: "collection" }])).toEqual({ total_count: 3, capped: false });
   });
+
+  it("count near the cap: exact below it and capped past it when one shard holds most matches (each shard counts its share first, then what is left)", async () => {
+    // COUNT_CAP is 10,000: on two shards each first counts up to 5,001; SHARD_0 fills its share
+    // and counts again up to what SHARD_1's exact count leaves.
+    const spans = (n: number, name: string) => Array.from({ length: n }, () => ({ id: uuid(), type: "llm", name, input: "q", output: "a" }));
+    const p = await newProject({ DATA_SHARDS: "SHARD_0" });
+    await ingest({}, p, [trace(uuid(), { spans: spans(5_200, "big") })]);
+    const [open] = await readPartitions(env as unknown as Env, p.projectId);
+    await rollPartition({ ...env, DATA_SHARDS: "SHARD_1" } as unknown as Env, tenant.organizationId, p.projectId, { expectOpen: open!.id, reason: "operator" });
+    clearPartitionCache();
+    await ingest({}, p, [trace(uuid(), { spans: spans(4_799, "small") })]);
+    const count = async (filters: unknown[] = []) => {
+      const answer = await fetchWith({}, `/v2/projects/${p.projectId}/spans/count`, { log_stream_id: p.logStreamId, filters });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return answer.body;
+    };
+    expect(await count()).toEqual({ total_count: 9_999, capped: false });
+    await ingest({}, p, [trace(uuid(), { spans: spans(1, "small") })]);
+    expect(await count()).toEqual({ total_count: 10_000, capped: false });
+    await ingest({}, p, [trace(uuid(), { spans: spans(1, "small") })]);
+    expect(await count()).toEqual({ total_count: 10_000, capped: true });
+  }, 90_000);
 });
 
 describe("bookmarks across shards (read-your-writes on a project whose partitions span shards)", () => {
@@ -648,6 +670,37 @@ describe("search across partitions on several shards", () => {
     const counted = await fetchWith({}, `/v2/projects/${spreadOut.projectId}/traces/partial_search`, { log_stream_id: spreadOut.logStreamId, include_counts: true, limit: 100, select_columns: { column_ids: ["id"] } });
     const spansOf = new Map(withSpans.map((t) => [t.id, t.spans.length]));
     expect(counted.body.records.map((r: { id: string; num_spans: number }) => r.num_spans)).toEqual(counted.body.records.map((r: { id: string }) => spansOf.get(r.id)));
+  }, 90_000);
+
+  it("finds a deep page from the shard that leads the order: a first page's round trips, the same records as one partition", async () => {
+    // Partitions in time order (1 on SHARD_0, 2 on SHARD_1, 3 on SHARD_0, open), no late child:
+    // the first matches of the native order are all in partition 3, those of created_at
+    // ascending in partition 1, so a deep page within them is read from their shard alone.
+    const timed = Array.from({ length: 12 }, (_, i) => ({ id: uuid(), name: `t${i}`, input: "in", output: "out", created_at: new Date(Date.UTC(2026, 0, 3, 0, 0, i)).toISOString() }));
+    const single = await newProject({ DATA_SHARDS: "SHARD_1" });
+    await ingest({}, single, timed);
+    const p = await spread(timed, [4, 8]);
+    const roundTrips = (headers: Headers) => Number(/d1;desc="round trips";dur=(\d+)/.exec(headers.get("Server-Timing") ?? "")?.[1]);
+    const page = async (q: Project, body: Record<string, unknown>, starting_token: number) => {
+      const answer = await fetchWith({}, `/v2/projects/${q.projectId}/traces/partial_search`, { log_stream_id: q.logStreamId, ...body, pagination: { limit: 3, starting_token }, select_columns: { column_ids: ["id"] } });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      return { ids: answer.body.records.map((r: { id: string }) => r.id), next: answer.body.next_starting_token, trips: roundTrips(answer.headers) };
+    };
+    for (const [body, lead] of [[{}, 1], [{ sort: { column_id: "created_at", ascending: true } }, 2]] as const) {
+      await page(p, body, 0); // the routes and partitions cached, as on a busy isolate
+      const first = await page(p, body, 0);
+      for (const token of [1, 2, 3]) {
+        const deep = await page(p, body, token);
+        const expected = await page(single, body, token);
+        expect(deep.ids, `${JSON.stringify(body)} at ${token}`).toEqual(expected.ids);
+        expect(deep.next).toBe(expected.next);
+        // Native order: the open partition's shard is the lead, one round trip per shard as a
+        // first page; another sort finds its lead by the first pages, then reads it once more.
+        expect(deep.trips, `${JSON.stringify(body)} at ${token}`).toBe(first.trips + (lead === 1 ? 0 : 1));
+      }
+      // Past the lead's own first matches the shards interleave: still the same pages.
+      for (const token of [4, 6, 9, 11, 12]) expect((await page(p, body, token)).ids, `${JSON.stringify(body)} at ${token}`).toEqual((await page(single, body, token)).ids);
+    }
   }, 90_000);
 
   it("applies the page byte budget to the merged page and pages on to every large record once", async () => {

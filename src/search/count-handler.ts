@@ -8,8 +8,9 @@ import { database, nowMicros } from "../db/client";
 import type { Router } from "../http/create-router";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import { runSelectorOf } from "../projects/run-selector";
-import { ProjectNotOnShardError } from "../shards/project-shard";
-import { onProjectReadShards } from "../partitions/read-shards";
+import { type ProjectShard, ProjectNotOnShardError } from "../shards/project-shard";
+import { onProjectReadShards, spansShards } from "../partitions/read-shards";
+import { projectPartitions } from "../partitions/partition-catalog";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { bindAnnotationColumns } from "./bind-annotation-columns";
 import { type CompileOptions, compileSearchQuery } from "./compile-search-query";
@@ -33,14 +34,12 @@ export function registerCounts(app: Router): void {
       const query = idsOnlyQuery(searched, COUNT_CAP);
 
       const ownership = runOwnershipQuery(database(c.env.DB), principal, project_id, selector).toSQL();
-      // One round trip to the project's shard, as a search (run-search.ts), and one to each other
-      // shard holding a partition of the project, in parallel (src/partitions/read-shards.ts): a
-      // record is in exactly one partition, so the partitions' counts add up (each capped at
-      // COUNT_CAP + 1, so the sum still says "capped" exactly when the total passes the cap).
-      const count = async (options: CompileOptions) => (await onProjectReadShards(c, project_id, async ({ db, route }) => {
-        await bindAnnotationColumns(db, project_id, query);
+      /** One shard's count of the matches, up to `cap` (the statement reads at most `cap` ids). */
+      const countOn = (options: CompileOptions, cap: number) => async ({ db, route }: ProjectShard) => {
+        const capped = idsOnlyQuery(searched, cap - 1);
+        await bindAnnotationColumns(db, project_id, capped);
         // Expired records are not counted, as they are not shown (retention-window.ts).
-        const page = compileSearchQuery(withinRetention(query, route.retentionDays, nowMicros()), {
+        const page = compileSearchQuery(withinRetention(capped, route.retentionDays, nowMicros()), {
           organizationId: principal.organizationId,
           projectId: project_id,
           runId: selector.runId,
@@ -49,7 +48,7 @@ export function registerCounts(app: Router): void {
         const [state, owned, counted, candidates] = await db.batch<{ total: number }>([
           projectStateStatement(db, project_id),
           db.prepare(ownership.sql).bind(...ownership.params),
-          // The statement returns at most COUNT_CAP + 1 rows: one more than the cap says "capped".
+          // The statement returns at most `cap` rows (limit + 1).
           db.prepare(`SELECT count(*) AS "total" FROM (${page.sql})`).bind(...page.params),
           ...(page.candidateCount ? [db.prepare(page.candidateCount.sql).bind(...page.candidateCount.params)] : []),
         ]);
@@ -61,7 +60,26 @@ export function registerCounts(app: Router): void {
           return 0;
         }
         return Number(counted?.results?.[0]?.total ?? 0);
-      })).reduce((sum, shard) => sum + shard.answer, 0);
+      };
+      // A record is in exactly one partition, so the partitions' counts add up. The answer needs
+      // the total up to COUNT_CAP + 1 (one more says "capped"). A project on one shard counts up
+      // to that in one round trip, as before partitions. On S shards (src/partitions/read-shards.ts),
+      // each counts in parallel only up to its share, ceil((COUNT_CAP + 1) / S): if every shard
+      // fills its share the total is past the cap (and the shards together read what one database
+      // would); a shard below its share gave its exact count, and only the shards that filled
+      // theirs count again, up to what is left (one more round trip, in parallel).
+      const count = async (options: CompileOptions) => {
+        const total = COUNT_CAP + 1;
+        const spread = await spansShards(c, project_id);
+        const shards = spread ? new Set((await projectPartitions(c.env, project_id)).map((p) => p.shard)).size : 1;
+        const share = Math.ceil(total / shards);
+        const first = await onProjectReadShards(c, project_id, countOn(options, share));
+        const exact = first.filter((a) => a.answer < share).reduce((sum, a) => sum + a.answer, 0);
+        const full = first.filter((a) => a.answer >= share).map((a) => a.shard);
+        if (full.length === 0 || full.length * share + exact >= total) return full.length * share + exact;
+        const again = await onProjectReadShards(c, project_id, async (shard) => (full.includes(shard.route.shard) ? countOn(options, total - exact)(shard) : null));
+        return exact + again.reduce((sum, a) => sum + (a.answer ?? 0), 0);
+      };
       // A count whose filter no index narrows (a substring, an unindexed column, ...) reads every
       // row of the run, as the search would: it is admitted by the same classification.
       const total = await withinTextIndexedAdmission(c.env, principal.organizationId, query, count);

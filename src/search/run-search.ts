@@ -4,7 +4,7 @@ import type { AppEnv } from "../http/app-env";
 import { ownedRunWithProject, runOwnershipQuery } from "../projects/run-access";
 import type { RunSelector } from "../projects/run-selector";
 import { type ProjectShard, ProjectNotOnShardError } from "../shards/project-shard";
-import { onProjectReadShards } from "../partitions/read-shards";
+import { onProjectReadShards, spansShards } from "../partitions/read-shards";
 import { projectStateStatement, readableHere } from "../shards/shard-membership";
 import { feedbackTemplatesStatement, withFeedback } from "../annotations/feedback-fields";
 import { bindAnnotationColumns } from "./bind-annotation-columns";
@@ -15,6 +15,8 @@ import { throwOnCandidateOverflow } from "./text-driver";
 import type { SearchResponse } from "./search-schemas";
 import { type StoredRow, shapeRecord } from "./shape-record";
 import { keysetOf, mergeShardPages } from "./merge-shard-pages";
+import { type ReadShards, deepPageByLead } from "./deep-page";
+import { openPartitionOf, projectPartitions } from "../partitions/partition-catalog";
 
 /**
  * Runs a search in ONE D1 round trip to the project's shard: the project's state there, the
@@ -27,10 +29,11 @@ import { keysetOf, mergeShardPages } from "./merge-shard-pages";
  * A project whose partitions sit on several shards (src/partitions/read-shards.ts) is searched on
  * each, in parallel, and the pages merged by the sort key, the id breaking ties
  * (merge-shard-pages.ts). The token stays the API's offset: a first page (offset 0) is each
- * shard's first page, merged. A later one first finds where the page starts: each shard's first
- * `offset` matches, narrow (sort key and id only, no text), merged, give the record just before
- * the page; then each shard answers the page after that record (SearchQuery.after, the keyset the
- * export pages with, served by the same access paths), merged again. So every record comes once,
+ * shard's first page, merged. A later one (deep-page.ts) is found from the shard that leads the
+ * order when its (offset - 1)-th match comes before every other shard's first (partitions are
+ * time-ordered, so the usual case: one round trip per shard in native order); otherwise each
+ * shard's first `offset` matches, narrow, merged, give the record just before the page, and each
+ * shard answers the page after that record (SearchQuery.after). So every record comes once,
  * in one database's order, whatever the partitions. A project on one shard makes exactly the
  * round trip it made before partitions.
  */
@@ -44,6 +47,25 @@ export async function runSearch(
   const principal = c.get("principal");
   const ownership = runOwnershipQuery(database(c.env.DB), principal, projectId, selector).toSQL();
   const onEveryShard = (searched: SearchQuery) => onProjectReadShards(c, projectId, (shard) => readShardPage(c, shard, projectId, selector, searched, options, ownership));
+  if (query.offset > 0 && (await spansShards(c, projectId))) {
+    // A deep page across shards: found from a lead shard when the partitions' order allows
+    // (deep-page.ts), else by merging every shard's first `offset` matches, narrow. Each shard's
+    // page at the offset itself is never read (it would skip `offset` entries on every shard).
+    let templates: D1Result<StoredRow> | undefined;
+    const readShards: ReadShards = async (pick) => {
+      const read = await onProjectReadShards(c, projectId, async (shard) => {
+        const picked = pick(shard.route.shard);
+        return picked ? readShardPage(c, shard, projectId, selector, picked, options, ownership) : null;
+      });
+      // The templates are the project's: read on its own shard.
+      for (const a of read) if (a.home && a.answer) templates = a.answer.templates;
+      return read.flatMap((a) => (a.answer ? [{ shard: a.shard, rows: a.answer.rows }] : []));
+    };
+    const merged = (await deepPageByLead(query, readShards, await nativeLeadShard(c, projectId, query))) ?? (await deepPageByNarrowMerge(query, readShards));
+    const response = mergedResponse(merged.rows, merged.more, query);
+    if (query.projection.feedback) withFeedback(response.records, merged.rows, templates, principal.userId);
+    return response;
+  }
   const answers = await onEveryShard(query);
   const home = answers.find((a) => a.home)!.answer;
   if (answers.length === 1) {
@@ -51,29 +73,45 @@ export async function runSearch(
     if (query.projection.feedback && home.owned) withFeedback(response.records, home.rows, home.templates, principal.userId);
     return response;
   }
-
-  let pages = answers;
-  if (query.offset > 0) {
-    const narrow: SearchQuery = {
-      ...query,
-      offset: 0,
-      limit: query.offset,
-      projection: { columns: [], metrics: new Set(), feedback: false },
-      includeCounts: false,
-      includeMetricInfo: false,
-      truncateFields: false,
-    };
-    const before = mergeShardPages((await onEveryShard(narrow)).map((a) => a.answer.rows), narrow);
-    if (before.rows.length < query.offset) return mergedResponse([], false, query);
-    const last = before.rows[before.rows.length - 1]!;
-    pages = await onEveryShard({ ...query, offset: 0, after: keysetOf(last) });
-  }
-  const merged = mergeShardPages(pages.map((a) => a.answer.rows), query);
+  // A first page: each shard's first page, merged.
+  const merged = mergeShardPages(answers.map((a) => a.answer.rows), query);
   const response = mergedResponse(merged.rows, merged.more, query);
   // The templates are the project's: read on its own shard.
-  const templates = pages.find((a) => a.home)!.answer.templates;
-  if (query.projection.feedback) withFeedback(response.records, merged.rows, templates, principal.userId);
+  if (query.projection.feedback) withFeedback(response.records, merged.rows, home.templates, principal.userId);
   return response;
+}
+
+/**
+ * The native order's lead for a deep page (deep-page.ts): the shard of the open partition, which
+ * holds the newest roots. Undefined for other sorts (the lead is then found by the first pages).
+ */
+async function nativeLeadShard(c: Context<AppEnv>, projectId: string, query: SearchQuery): Promise<string | undefined> {
+  const native = query.sort === null || (query.sort.column.kind === "standard" && query.sort.column.id === "created_at" && !query.sort.ascending);
+  if (!native) return undefined;
+  return openPartitionOf(await projectPartitions(c.env, projectId))?.shard;
+}
+
+/**
+ * The fallback of a deep page (the shards' matches interleave before it): each shard's first
+ * `offset` matches, narrow (sort value and id, no text, so the byte budget cannot cut them),
+ * merged to find the record just before the page; then each shard's page after that record
+ * (SearchQuery.after), merged. Exact; costs `offset` narrow rows per shard.
+ */
+async function deepPageByNarrowMerge(query: SearchQuery, readShards: ReadShards): Promise<{ rows: StoredRow[]; more: boolean }> {
+  const narrow: SearchQuery = {
+    ...query,
+    offset: 0,
+    limit: query.offset,
+    projection: { columns: [], metrics: new Set(), feedback: false },
+    includeCounts: false,
+    includeMetricInfo: false,
+    truncateFields: false,
+  };
+  const before = mergeShardPages((await readShards(() => narrow)).map((a) => a.rows), narrow);
+  if (before.rows.length < query.offset) return { rows: [], more: false };
+  const last = before.rows[before.rows.length - 1]!;
+  const after: SearchQuery = { ...query, offset: 0, after: keysetOf(last) };
+  return mergeShardPages((await readShards(() => after)).map((a) => a.rows), query);
 }
 
 interface ShardPage {
