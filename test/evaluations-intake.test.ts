@@ -86,6 +86,21 @@ describe("records whose scoring message is lost", () => {
     await until("the markers settled", async () => (await markers()) === 0);
   });
 
+  it("are scored by the cron's sweep when the send after a trace's PATCH failed", async () => {
+    // No output yet: not scored (not final); the PATCH that brings it asks for the scoring.
+    const id = crypto.randomUUID();
+    expect((await fetchAs(tenant, {}, `/v2/projects/${p.projectId}/traces`, { log_stream_id: p.logStreamId, traces: [{ id, input: "q" }] })).status).toBe(200);
+    await until("the first write's marker settled", async () => (await markers()) === 0);
+    expect((await results([id])).map((r) => r.status)).toEqual(["not_applicable"]);
+    const patched = await fetchAs(tenant, { EVALUATION_QUEUE: lostQueue } as unknown as Record<string, string>, `/v2/projects/${p.projectId}/traces/${id}`, { log_stream_id: p.logStreamId, output: '{"ok": true}' }, "PATCH");
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(await markers()).toBe(1);
+    await sweepDueResults(env, Date.now() + 3 * 60_000);
+    await until("the patched record scored", async () => (await results([id]))[0]?.status === "success");
+    expect((await results([id]))[0]!.value).toBe(1);
+    await until("the PATCH's marker settled", async () => (await markers()) === 0);
+  });
+
   it("delivered messages settle their markers; a run without scorers stores none", async () => {
     const id = crypto.randomUUID();
     expect((await fetchAs(tenant, {}, `/v2/projects/${p.projectId}/traces`, { log_stream_id: p.logStreamId, traces: [{ id, input: "q", output: "{}" }] })).status).toBe(200);
