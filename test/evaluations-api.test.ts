@@ -10,11 +10,14 @@ import { beforeAll, describe, expect, it } from "vitest";
 import type { EvaluationMessage } from "../src/env";
 import { handleEvaluationQueue } from "../src/evaluations/evaluation-consumer";
 import { hexToUuid, spanUuid } from "../src/otlp/otel-ids";
+import type { Env } from "../src/env";
 import { call } from "./support/client";
+import { failingDatabase } from "./support/failing-database";
 import { exportRequest, otlpSpan, postOtlp, protobufBody, randomHex } from "./support/otlp-requests";
 import { recordsOf } from "./support/record-dbs";
 import { addUser, createTenant, type Tenant } from "./support/tenants";
 import { until } from "./support/until";
+import { callWorkerWith } from "./support/worker-call";
 
 let admin: Tenant;
 let member: Tenant;
@@ -189,6 +192,20 @@ describe("scoring after the write", () => {
 
     const health = await call(`/v2/scorers/${words}`, { as: member });
     expect(health.body.counts).toEqual({ pending: 0, success: 2, error: 0 });
+    expect(health.body.counts_complete).toBe(true);
+
+    // A record database that cannot be read (a shard listed before its migrations ran: "no such
+    // table", as the bench's unmigrated shards once answered; or one that is down): the counts of
+    // the others, saying so, never a 500.
+    const home = (await env.DB.prepare("SELECT coalesce(shard, 'DB') AS shard FROM projects WHERE id = ?1").bind(projectId).first<{ shard: string }>())!.shard;
+    const unmigrated = failingDatabase(() => new Error("D1_ERROR: no such table: evaluation_results: SQLITE_ERROR"));
+    // (DB is the catalog too: the shards other than the project's stand for the unreadable ones.)
+    const others = Object.fromEntries(["SHARD_0", "SHARD_1"].filter((s) => s !== home).map((s) => [s, unmigrated]));
+    const partly = await callWorkerWith(others as Partial<Env>, `/v2/scorers/${words}`, { headers: { "Service-API-Key": member.apiKey } });
+    expect(partly.status, JSON.stringify(partly.body)).toBe(200);
+    expect(partly.body.counts).toEqual({ pending: 0, success: 2, error: 0 });
+    expect(partly.body.counts_complete).toBe(false);
+    expect(partly.body.counts_message).toMatch(/could not be read/);
   });
 
   it("scores what the OTLP intake writes, after its answer, like the API's intake", async () => {

@@ -5,11 +5,15 @@
  * so. A write to a run with scorers now stores intake markers with its records; the consumer
  * deletes a marker once its message is handled, and the cron sends again those past due.
  */
-import { env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import type { Env } from "../src/env";
 import { sweepDueResults } from "../src/evaluations/due-results";
+import worker from "../src/index";
+import { hexToUuid } from "../src/otlp/otel-ids";
 import { type PartitionedProject, fetchAs, projectOn } from "./support/partitioned-project";
 import { type Tenant, createTenant } from "./support/tenants";
+import { exportRequest, otlpSpan, protobufBody, randomHex } from "./support/otlp-requests";
 import { until } from "./support/until";
 
 let tenant: Tenant;
@@ -84,6 +88,51 @@ describe("records whose scoring message is lost", () => {
     expect(scored.every((r) => r.status === "success")).toBe(true);
     // Handled: the markers are gone, and a later sweep sends nothing again.
     await until("the markers settled", async () => (await markers()) === 0);
+  });
+
+  it("are scored by the cron's sweep when the send after a trace's PATCH failed", async () => {
+    // No output yet: not scored (not final); the PATCH that brings it asks for the scoring.
+    const id = crypto.randomUUID();
+    expect((await fetchAs(tenant, {}, `/v2/projects/${p.projectId}/traces`, { log_stream_id: p.logStreamId, traces: [{ id, input: "q" }] })).status).toBe(200);
+    await until("the first write's marker settled", async () => (await markers()) === 0);
+    expect((await results([id])).map((r) => r.status)).toEqual(["not_applicable"]);
+    const patched = await fetchAs(tenant, { EVALUATION_QUEUE: lostQueue } as unknown as Record<string, string>, `/v2/projects/${p.projectId}/traces/${id}`, { log_stream_id: p.logStreamId, output: '{"ok": true}' }, "PATCH");
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(await markers()).toBe(1);
+    await sweepDueResults(env, Date.now() + 3 * 60_000);
+    await until("the patched record scored", async () => (await results([id]))[0]?.status === "success");
+    expect((await results([id]))[0]!.value).toBe(1);
+    await until("the PATCH's marker settled", async () => (await markers()) === 0);
+  });
+
+  it("are scored by the cron's sweep when the send after an OTLP export failed", async () => {
+    const trace = randomHex(16);
+    const [root, child] = [randomHex(8), randomHex(8)];
+    const spans = [otlpSpan({ trace, span: root, name: "root", durationMs: 20 }), otlpSpan({ trace, span: child, parent: root, name: "child", durationMs: 5 })];
+    const ctx = createExecutionContext();
+    const answer = await worker.fetch(
+      new Request("http://trace-store.test/otel/v1/traces", {
+        method: "POST",
+        // projectOn's log stream is named "default".
+        headers: { "content-type": "application/x-protobuf", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
+        body: protobufBody(exportRequest(spans)),
+      }),
+      { ...env, EVALUATION_QUEUE: lostQueue } as unknown as Env,
+      ctx,
+    );
+    await waitOnExecutionContext(ctx);
+    expect(answer.status, await answer.text()).toBe(200);
+    // The scorer scores traces and llm spans: of this export, the trace.
+    const ids = [hexToUuid(trace)];
+    expect(await markers()).toBe(1);
+    await sweepDueResults(env, Date.now() + 3 * 60_000);
+    const scored = await until("the exported records scored", async () => {
+      const r = await results(ids);
+      return r.length === ids.length ? r : null;
+    });
+    // is_json on the trace's output: scored, or not applicable with its reason; never left silent.
+    expect(["success", "not_applicable"]).toContain(scored[0]!.status);
+    await until("the export's marker settled", async () => (await markers()) === 0);
   });
 
   it("delivered messages settle their markers; a run without scorers stores none", async () => {

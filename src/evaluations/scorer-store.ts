@@ -96,24 +96,44 @@ export async function scorerById(env: Env, organizationId: string, id: string): 
 export interface ScorerHealth {
   counts: { pending: number; success: number; error: number };
   last_error: { message: string; record_id: string; at: string } | null;
+  /**
+   * False when a record database could not be read (down, or a shard listed in DATA_SHARDS
+   * before its migrations were applied: "no such table"): the counts and last error are then
+   * those of the others, and `counts_message` says how many were left out. Never a 500: the
+   * page that says why a scorer is stuck must answer most when something is wrong.
+   */
+  counts_complete: boolean;
+  counts_message?: string;
 }
 
 /** Counts by status and the last error of a scorer's results, over every database that holds records. */
 export async function scorerHealth(env: Env, scorerId: string): Promise<ScorerHealth> {
   const counts = { pending: 0, success: 0, error: 0 };
   let last: { message: string; record_id: string; updated_at: number } | null = null;
+  const databases = allRecordDatabases(env);
+  const unread: string[] = [];
   await Promise.all(
-    allRecordDatabases(env).map(async (shard) => {
-      const db = shardDatabase(env, shard);
-      const [byStatus, lastError] = await db.batch<{ status: string; n: number; reason: string | null; record_id: string; updated_at: number }>([
-        db.prepare("SELECT status, count(*) AS n FROM evaluation_results WHERE scorer_id = ?1 GROUP BY status").bind(scorerId),
-        db.prepare("SELECT reason, record_id, updated_at FROM evaluation_results WHERE scorer_id = ?1 AND status = 'error' ORDER BY updated_at DESC LIMIT 1").bind(scorerId),
-      ]);
-      for (const row of byStatus!.results) if (row.status in counts) counts[row.status as keyof typeof counts] += row.n;
-      const e = lastError!.results[0];
-      if (e && (!last || e.updated_at > last.updated_at)) last = { message: e.reason ?? "error", record_id: e.record_id, updated_at: e.updated_at };
+    databases.map(async (shard) => {
+      try {
+        const db = shardDatabase(env, shard);
+        const [byStatus, lastError] = await db.batch<{ status: string; n: number; reason: string | null; record_id: string; updated_at: number }>([
+          db.prepare("SELECT status, count(*) AS n FROM evaluation_results WHERE scorer_id = ?1 GROUP BY status").bind(scorerId),
+          db.prepare("SELECT reason, record_id, updated_at FROM evaluation_results WHERE scorer_id = ?1 AND status = 'error' ORDER BY updated_at DESC LIMIT 1").bind(scorerId),
+        ]);
+        for (const row of byStatus!.results) if (row.status in counts) counts[row.status as keyof typeof counts] += row.n;
+        const e = lastError!.results[0];
+        if (e && (!last || e.updated_at > last.updated_at)) last = { message: e.reason ?? "error", record_id: e.record_id, updated_at: e.updated_at };
+      } catch (error) {
+        unread.push(shard);
+        console.error(`evaluations: the counts of scorer ${scorerId} on ${shard} could not be read: ${error instanceof Error ? error.message : String(error)}`);
+      }
     }),
   );
   const found = last as { message: string; record_id: string; updated_at: number } | null;
-  return { counts, last_error: found ? { message: found.message, record_id: found.record_id, at: microsToIso(found.updated_at) } : null };
+  return {
+    counts,
+    last_error: found ? { message: found.message, record_id: found.record_id, at: microsToIso(found.updated_at) } : null,
+    counts_complete: unread.length === 0,
+    ...(unread.length > 0 ? { counts_message: `${unread.length} of ${databases.length} record databases could not be read (the worker's log says why): these counts leave them out` } : {}),
+  };
 }

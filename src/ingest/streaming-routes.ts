@@ -128,10 +128,12 @@ async function applyUpdate(
 ): Promise<UpdateOutcome> {
   const principal = c.get("principal");
   // The partitions are read beside the run (cached; one catalog read at most), not after it.
-  const [run, redaction, partitions] = await Promise.all([
+  const [run, redaction, partitions, marks] = await Promise.all([
     ownedRunWithProject(database(c.env.DB), principal, projectId, selector),
     redactionFor(c.env.DB, projectId),
     projectPartitions(c.env, projectId),
+    // Whether the run may have scorers (cached): the record's scoring marker goes in the batch.
+    scoringMarks(c, selector.runId),
   ]);
   const now = nowMicros();
   const patch = patchRow(target.id, target.family, body, now);
@@ -142,14 +144,20 @@ async function applyUpdate(
   const open = openPartitionOf(partitions);
   if (!open) throw new Error(`project ${projectId} has no open partition`);
   const partition = await partitionOfRecord(c.env, partitions, open, target.id);
-  return onProjectShard(c, projectId, "write", async ({ db }) => {
+  return onProjectShard(c, projectId, "write", async ({ db, route }) => {
     const membership = shardMembershipStatements(db, run);
     const { statements, appliedAt } = patchStatements(db, patch, { organizationId: principal.organizationId, projectId, runId: run.runId });
     const scope = { projectId, runId: run.runId };
     const session =
       target.family === "trace" ? traceSessionQuery(db, target.id, scope) : db.prepare(SESSION_OF_SPAN).bind(target.id, run.runId, projectId);
-    const results = await db.batch([...membership, ...statements, session]);
-    if (results[membership.length + appliedAt]!.meta.changes > 0) noteScorableWrite(c, { organizationId: principal.organizationId, ...scope }, [target.id]);
+    // The marker goes in the batch even when the update is held (the record not stored yet): its
+    // message is sent all the same, finds nothing to score and removes it (the batch has no way
+    // to make the marker depend on the update).
+    const intakeScope = { organizationId: principal.organizationId, ...scope };
+    const mark = marks && run.runId === selector.runId ? scorableMarkStatement(c, db, intakeScope, [target.id], now) : null;
+    const results = await db.batch([...membership, ...statements, ...(mark ? [mark.statement] : []), session]);
+    if (mark) noteScorableWrite(c, intakeScope, [target.id], { shard: route.shard, markers: mark.markers });
+    else if (results[membership.length + appliedAt]!.meta.changes > 0) noteScorableWrite(c, intakeScope, [target.id]);
     const sessionRow = results[results.length - 1]!.results[0] as { session_id: string | null } | undefined;
     return { run, applied: results[membership.length + appliedAt]!.meta.changes > 0, sessionId: sessionRow?.session_id ?? null };
   }, { shardOf: shardOfPartition(c.env, partition) });

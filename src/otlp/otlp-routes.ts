@@ -25,7 +25,7 @@ import { partitionsOfRoots } from "../ingest/root-partitions";
 import { type HeldRelease, type HeldRow, heldOfRecordsStatement, releaseHeld } from "../ingest/held-elsewhere";
 import type { Env } from "../env";
 import { shardDatabase } from "../shards/shard-config";
-import { noteScorableWrite } from "../ingest/scorable-writes";
+import { noteScorableWrite, scorableMarkStatement, scoringMarks } from "../ingest/scorable-writes";
 import type { TracePlan } from "./plan-export";
 import { decodeExportRequest, encodingOf, type OtlpEncoding } from "./decode-request";
 import { exportResponse, statusResponse } from "./export-response";
@@ -34,7 +34,7 @@ import { destinationOf, resolveDestination } from "./otlp-destination";
 import { planExport } from "./plan-export";
 import { contentEncodingOf, readBody } from "./read-body";
 import { priceBookFor } from "../pricing/price-overrides";
-import { patchableIdsOf, writeExport } from "./write-export";
+import { type MarkStatement, patchableIdsOf, writeExport } from "./write-export";
 import { redactionFor } from "../redaction/policy-store";
 
 export const OTLP_PATHS = ["/otel/v1/traces", "/otel/traces"] as const;
@@ -100,6 +100,9 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const principal = c.get("principal");
   const now = nowMicros();
   const [run, prices] = await Promise.all([resolveDestination(c.env, principal, target), priceBookFor(c.env.DB, principal.organizationId)]);
+  // Whether the run may have scorers (cached): each write's batch then stores its records' scoring markers.
+  const marks = await scoringMarks(c, run.runId);
+  const scope = { organizationId: principal.organizationId, projectId: run.projectId, runId: run.runId };
   const [plan, redaction] = await Promise.all([planExport(request, run.runId, now), redactionFor(c.env.DB, run.projectId)]);
   const partition = await partitionForNewRoots(c.env, principal.organizationId, run.projectId, now);
   // Each trace goes to its root's partition (its session's, else its own), found on another shard
@@ -133,9 +136,16 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   }
   const outcomes = await Promise.all(
     [...byShard.values()].map((group) =>
-      onProjectShard(c, run.projectId, "write", ({ db }) => writeExport(db, principal, run, group.traces, now, prices, redaction, group.partition, group.adopt), {
-        shardOf: shardOfPartition(c.env, group.partition),
-      }),
+      onProjectShard(
+        c,
+        run.projectId,
+        "write",
+        async ({ db, route }) => {
+          const mark: MarkStatement = (d1, ids) => (marks ? scorableMarkStatement(c, d1, scope, ids, now) : null);
+          return { ...(await writeExport(db, principal, run, group.traces, now, prices, redaction, group.partition, group.adopt, mark)), shard: route.shard };
+        },
+        { shardOf: shardOfPartition(c.env, group.partition) },
+      ),
     ),
   );
   // Forgotten where they were held once applied (those not updated meanwhile).
@@ -143,7 +153,10 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const outcome = { rejected: outcomes.reduce((n, o) => n + o.rejected, 0), rejections: outcomes.flatMap((o) => o.rejections) };
   // Scored after the answer, like the API's intake (src/evaluations/scoring-request.ts): the
   // records of a run with scorers are queued once the exporter has its answer.
-  noteScorableWrite(c, { organizationId: principal.organizationId, projectId: run.projectId, runId: run.runId }, [...new Set(outcomes.flatMap((o) => o.recordIds))]);
+  // A run with scorers: each shard's markers (stored with its records) name the messages to send.
+  const marked = outcomes.filter((o) => o.markers.length > 0);
+  if (marked.length > 0) for (const o of marked) noteScorableWrite(c, scope, o.markers.flatMap((m) => m.ids), { shard: o.shard, markers: o.markers });
+  else noteScorableWrite(c, scope, [...new Set(outcomes.flatMap((o) => o.recordIds))]);
   const rejected = plan.rejected + outcome.rejected;
   return exportResponse(encoding, rejected, [...plan.rejections, ...outcome.rejections].join("; "));
 }

@@ -20,7 +20,7 @@
  * traces that still fail are reported as rejected spans instead of failing the whole request.
  */
 import { microsToIso } from "../db/client";
-import type { Principal } from "../http/app-env";
+import type { IntakeMarker, Principal } from "../http/app-env";
 import { RequestValidationError } from "../http/errors";
 import { mergeBatches } from "../ingest/merge-batches";
 import type { CompiledPolicy } from "../redaction/policy";
@@ -45,7 +45,15 @@ export interface WriteOutcome {
   rejections: string[];
   /** Ids of the records written (sessions, traces, spans; placeholders too): queued for scoring by the route. */
   recordIds: string[];
+  /** The scoring intake markers stored with them (a run with scorers): one set per batch written. */
+  markers: IntakeMarker[];
 }
+
+/**
+ * The statement storing the scoring intake markers of these record ids, for the write's own batch
+ * (src/ingest/scorable-writes.ts), or null (a run without scorers).
+ */
+export type MarkStatement = (d1: D1Database, ids: string[]) => { statement: D1PreparedStatement; markers: IntakeMarker[] } | null;
 
 /** One trace's rows: built apart from the others, so that a trace whose rows cannot be built costs only its own spans. */
 interface TraceRows {
@@ -150,6 +158,7 @@ export async function writeExport(
   partition: PartitionRoute,
   /** Updates of the plan's records held on other shards, carried into this write (otlp-routes.ts). */
   adopt: readonly HeldRow[] = [],
+  mark: MarkStatement = () => null,
 ): Promise<WriteOutcome> {
   const ctx: IngestContext = {
     partitionSeq: partition.seq,
@@ -162,7 +171,7 @@ export async function writeExport(
     isComplete: null,
     nowMicros,
   };
-  const outcome: WriteOutcome = { written: 0, rejected: 0, rejections: [], recordIds: [] };
+  const outcome: WriteOutcome = { written: 0, rejected: 0, rejections: [], recordIds: [], markers: [] };
   const reject = (trace: TracePlan, why: string) => {
     outcome.rejected += trace.spanCount;
     outcome.rejections.push(`${spansOf(trace.spanCount)} of trace ${trace.traceHex}: ${why}`);
@@ -178,10 +187,18 @@ export async function writeExport(
     }
   }
   if (rows.length === 0) return outcome;
+  // Each batch stores the markers of its own records (atomic with them), so a rejected trace leaves none.
+  const withMarks = (batchRows: TraceRows[]) => {
+    const ids = [...new Set(batchRows.flatMap(recordIdsOf))];
+    const marked = mark(d1, ids);
+    return { ids, marked, statements: [...statementsFor(d1, batchRows, ctx, run, partition, adopt), ...(marked ? [marked.statement] : [])] };
+  };
   try {
-    await runWriteBatch(d1, statementsFor(d1, rows, ctx, run, partition, adopt));
+    const all = withMarks(rows);
+    await runWriteBatch(d1, all.statements);
     outcome.written = rows.reduce((sum, r) => sum + r.trace.spanCount, 0);
-    outcome.recordIds = [...new Set(rows.flatMap(recordIdsOf))];
+    outcome.recordIds = all.ids;
+    outcome.markers = all.marked?.markers ?? [];
     return outcome;
   } catch (error) {
     const fault = traceFault(error);
@@ -194,9 +211,11 @@ export async function writeExport(
   // One trace's data failed the request: write trace by trace to keep the others.
   for (const row of rows) {
     try {
-      await runWriteBatch(d1, statementsFor(d1, [row], ctx, run, partition, adopt));
+      const one = withMarks([row]);
+      await runWriteBatch(d1, one.statements);
       outcome.written += row.trace.spanCount;
-      outcome.recordIds = [...new Set([...outcome.recordIds, ...recordIdsOf(row)])];
+      outcome.recordIds = [...new Set([...outcome.recordIds, ...one.ids])];
+      outcome.markers.push(...(one.marked?.markers ?? []));
     } catch (error) {
       const fault = traceFault(error);
       if (fault === undefined) throw error;
