@@ -26,7 +26,7 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * - Each workers file in a workerd of its own costs about 9 lane-seconds of setup (a workerd, the
  *   worker's modules, the migrations; the worker's dependencies are pre-bundled once per run,
  *   `deps.optimizer.ssr`, and test/support/apply-migrations.ts sends one batch per database).
- *   54 files share one workerd per lane instead (`workers-shared`, SHARED_WORKERD_FILES below).
+ *   61 files share one workerd per lane instead (`workers-shared`, SHARED_WORKERD_FILES below).
  * - Last clean run (9c3562b, 2026-11-29, load 0-6): `npm test` about 1,180 s (typecheck ~75 s,
  *   Vitest ~1,100 s, 1,411 tests in 138 files). Longest files then: start-demo 142 s, ui-browser
  *   136, export-pages 65, openapi-fuzz 63, admin-cli 53, ui-alerts-browser 46 (mostly waiting for
@@ -35,8 +35,8 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   s less (its first start's 104 CPU s of wrangler applies), ui-browser about 15 s, 14 more shared
  *   files about 125 s; so roughly 100-120 s less Vitest wall): near 1,050 s for `npm test`. The
  *   10-minute target is not met.
- * - What bounds the suite now: lane time, about 2,200 lane-seconds: per-file setup of the ~53
- *   workers files still in a workerd each (~480), the node files that start `npm start` and a
+ * - What bounds the suite now: lane time, about 2,200 lane-seconds: per-file setup of the ~46
+ *   workers files still in a workerd each (~410), the node files that start `npm start` and a
  *   Chromium (start-demo, the six browser files: ~450), and the long workers files whose time is
  *   their own tests' (openapi-fuzz, export-pages, deletion-property, sdk-merge-property).
  * - Timeouts only catch a hang, with room for the other file beside: the workers project's are
@@ -66,12 +66,18 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  * less), green three runs in a row; t36g added 8 (48 files: `npx vitest run --project
  * workers-shared` green three runs in a row, 152-175 s wall, 96-103 CPU s at load 9-13), then 6
  * more (54 files, 728 tests: green three runs in a row, 196, 253, 269 s wall, 122-162 CPU s at
- * load 7-11). The candidates still to add, a few at a time, each after three green runs of that
- * command: delete-by-filter (timed out when shared in t36e's run), evaluations-api (feeds queue
- * batches to its handler: likely fine, not tried), filter-sizes, metrics-property, openapi-fuzz,
- * otlp-routes, password-limits, python-sdk-replay, sdk-merge-property, search-count,
- * search-property, export-pages, and d1-meter (its meter is module state that a previous file's background work
- * could move). The long ones gain least: a file's own test time is unchanged by sharing.
+ * load 7-11). t36h added 5 (59 files, 801 tests: evaluations-api, filter-sizes, password-limits,
+ * python-sdk-replay, search-count; green three runs in a row, 165, 169, 158 s wall, 147-159 CPU s
+ * at load 5-7), then export-pages and openapi-fuzz (61 files, 854 tests: green three runs in a
+ * row, 317, 161, 140 s wall, 214-310 CPU s at load 2-5; in the first, each first in its lane, the
+ * two took 146 and 166 s, then 53-77 s). Kept out, as they sweep every database: search-property
+ * (interrupted at its 60 s limit when shared, also in t36e's run: its catchUpTextIndexesEverywhere
+ * indexes the records every earlier file of the lane left too), otlp-routes, delete-by-filter and
+ * sdk-merge-property (textIndexDifferencesEverywhere: the same catch-up, then the whole index
+ * compared), metrics-property (refreshes every database's metric cells). Still to try, after three
+ * green runs of that command: d1-meter (its meter is module state that a previous file's
+ * background work could move). The long ones gain least: a file's own test time is unchanged by
+ * sharing.
  */
 const SHARED_WORKERD_FILES = [
   // The pure unit files (lead, at merge, 2026-11-29).
@@ -132,6 +138,15 @@ const SHARED_WORKERD_FILES = [
   "test/python-sdk-routing.test.ts",
   "test/sdk-streaming.test.ts",
   "test/search-sort.test.ts",
+  // Added by t36h (2026-11-29): green three runs in a row of `--project workers-shared` (59 files).
+  "test/evaluations-api.test.ts",
+  "test/filter-sizes.test.ts",
+  "test/password-limits.test.ts",
+  "test/python-sdk-replay.test.ts",
+  "test/search-count.test.ts",
+  // t36h's second batch, green three runs in a row (61 files): the two long ones, which gain least.
+  "test/export-pages.test.ts",
+  "test/openapi-fuzz.test.ts",
 ];
 
 // `TEST_ISOLATE_ALL=1 npx vitest run ...` runs every workers file in a workerd of its own again: to

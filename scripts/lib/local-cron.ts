@@ -8,9 +8,7 @@
  * its queue). One call at a time: a call still running when the next minute comes is not doubled
  * (the upkeep's lease would keep two runs of a database apart anyway).
  */
-import { join } from "node:path";
-import { unstable_readConfig } from "wrangler";
-import { REPO_ROOT } from "./wrangler";
+import { triggerCrons } from "./wrangler-config";
 
 /** One field of a cron expression: the values it allows. */
 function field(text: string, min: number, max: number): Set<number> {
@@ -53,9 +51,9 @@ export function parseCron(expression: string): CronSchedule {
   };
 }
 
-/** The cron expressions of wrangler.toml's `[triggers] crons`. */
-export function configuredCrons(configPath = join(REPO_ROOT, "wrangler.toml")): string[] {
-  return unstable_readConfig({ config: configPath }).triggers?.crons ?? [];
+/** The cron expressions of wrangler.toml's `[triggers] crons` (read without loading wrangler). */
+export function configuredCrons(configPath?: string): string[] {
+  return triggerCrons(configPath);
 }
 
 export interface LocalCron {

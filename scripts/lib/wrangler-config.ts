@@ -36,3 +36,38 @@ export function d1Databases(): D1DatabaseConfig[] {
 export function d1Bindings(): string[] {
   return d1Databases().map((d) => d.binding);
 }
+
+/**
+ * wrangler.toml's `[triggers] crons`, read from the file itself: loading wrangler to read them
+ * (`unstable_readConfig`) cost about 2 CPU s, 10 s wall at load, on every `npm start` (issue 36).
+ * The table form wrangler.toml uses is read (`[triggers]`, then `crons = [...]`, on one line or
+ * several, with comments and a trailing comma); a value in any other shape is refused rather than
+ * read as no schedule, which would silently fire nothing.
+ */
+export function triggerCrons(configPath = join(REPO_ROOT, "wrangler.toml")): string[] {
+  const toml = readFileSync(configPath, "utf8");
+  const table = /^[ \t]*\[triggers\][ \t]*(?:#.*)?$/m.exec(toml);
+  if (!table) return [];
+  const body = toml.slice(table.index + table[0].length);
+  const end = body.search(/^[ \t]*\[/m);
+  const section = end === -1 ? body : body.slice(0, end);
+  const key = /^[ \t]*crons[ \t]*=[ \t]*/m.exec(section);
+  if (!key) return [];
+  const crons: string[] = [];
+  let i = key.index + key[0].length;
+  if (section[i] !== "[") throw new Error(`wrangler.toml: [triggers] crons is not an array of strings`);
+  for (i++; i < section.length; ) {
+    const c = section[i]!;
+    if (c === "]") return crons;
+    if (/[\s,]/.test(c)) i++;
+    else if (c === "#") i = section.indexOf("\n", i) === -1 ? section.length : section.indexOf("\n", i);
+    else if (c === '"' || c === "'") {
+      const close = section.indexOf(c, i + 1);
+      const text = close === -1 ? "" : section.slice(i + 1, close);
+      if (close === -1 || text.includes("\n") || (c === '"' && text.includes("\\"))) break;
+      crons.push(text);
+      i = close + 1;
+    } else break;
+  }
+  throw new Error(`wrangler.toml: [triggers] crons is not an array of strings`);
+}
