@@ -27,14 +27,12 @@ import { ensureUiBuilt } from "./scripts/lib/build-ui";
  *   worker's modules, the migrations; the worker's dependencies are pre-bundled once per run,
  *   `deps.optimizer.ssr`, and test/support/apply-migrations.ts sends one batch per database).
  *   61 files share one workerd per lane instead (`workers-shared`, SHARED_WORKERD_FILES below).
- * - Last clean run (9c3562b, 2026-11-29, load 0-6): `npm test` about 1,180 s (typecheck ~75 s,
- *   Vitest ~1,100 s, 1,411 tests in 138 files). Longest files then: start-demo 142 s, ui-browser
- *   136, export-pages 65, openapi-fuzz 63, admin-cli 53, ui-alerts-browser 46 (mostly waiting for
- *   the minutely cron: the behaviour under test), deletion-property 40, sdk-end-to-end 39.
- *   Expected after t36g's cuts (typecheck about 30 s less wall; lane time: start-demo about 50-100
- *   s less (its first start's 104 CPU s of wrangler applies), ui-browser about 15 s, 14 more shared
- *   files about 125 s; so roughly 100-120 s less Vitest wall): near 1,050 s for `npm test`. The
- *   10-minute target is not met.
+ * - Last clean run (f2142c4, 2026-11-29 18:22, load 2-7): `npm test` about 1,040 s (typecheck
+ *   40 s, Vitest 1,002 s, 1,420 tests in 138 files, all green; `npm ci` 82 s before it), down
+ *   from about 1,180 s at 9c3562b. Longest files: ui-browser 114 s, ui-alerts-browser 63 (mostly
+ *   waiting for the minutely cron: the behaviour under test), openapi-fuzz 56, export-pages 53,
+ *   start-demo 46 (142 before its first start migrated in process), admin-cli 43,
+ *   deletion-property 42, provision 40. The 10-minute target is not met.
  * - What bounds the suite now: lane time, about 2,200 lane-seconds: per-file setup of the ~46
  *   workers files still in a workerd each (~410), the node files that start `npm start` and a
  *   Chromium (start-demo, the six browser files: ~450), and the long workers files whose time is
