@@ -52,7 +52,7 @@ export const scoringAfterWrites: MiddlewareHandler<AppEnv> = async (c, next) => 
   // through them without importing this layer.
   c.set("scoringIntake", {
     mayHaveScorers: (runId) => runMayHaveScorers(c.env, runId),
-    markStatement: (db, scope, ids, nowMicros) => (ids.length === 0 ? null : intakeStatement(db, scope, ids, nowMicros, MAX_IDS_PER_MESSAGE)),
+    markStatement: (db, scope, ids, nowMicros) => intakeStatement(db, scope, ids, nowMicros, MAX_IDS_PER_MESSAGE),
   });
   await next();
   const written = c.get("writtenRecords");

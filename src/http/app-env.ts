@@ -30,7 +30,8 @@ export interface IntakeScope {
  */
 export interface ScoringIntake {
   mayHaveScorers(runId: string): Promise<boolean>;
-  markStatement(db: D1Database, scope: IntakeScope, ids: string[], nowMicros: number): { statement: D1PreparedStatement; markers: IntakeMarker[] } | null;
+  /** `ids` is never empty (src/ingest/scorable-writes.ts asks only for written records). */
+  markStatement(db: D1Database, scope: IntakeScope, ids: string[], nowMicros: number): { statement: D1PreparedStatement; markers: IntakeMarker[] };
 }
 
 /** Hono's environment for every router of the service. */

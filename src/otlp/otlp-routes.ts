@@ -100,10 +100,13 @@ async function exportTraces(c: Context<AppEnv>): Promise<Response> {
   const principal = c.get("principal");
   const now = nowMicros();
   const [run, prices] = await Promise.all([resolveDestination(c.env, principal, target), priceBookFor(c.env.DB, principal.organizationId)]);
-  // Whether the run may have scorers (cached): each write's batch then stores its records' scoring markers.
-  const marks = await scoringMarks(c, run.runId);
   const scope = { organizationId: principal.organizationId, projectId: run.projectId, runId: run.runId };
-  const [plan, redaction] = await Promise.all([planExport(request, run.runId, now), redactionFor(c.env.DB, run.projectId)]);
+  const [plan, redaction, marks] = await Promise.all([
+    planExport(request, run.runId, now),
+    redactionFor(c.env.DB, run.projectId),
+    // Whether the run may have scorers (cached): each write's batch then stores its records' scoring markers.
+    scoringMarks(c, run.runId),
+  ]);
   const partition = await partitionForNewRoots(c.env, principal.organizationId, run.projectId, now);
   // Each trace goes to its root's partition (its session's, else its own), found on another shard
   // by one parallel lookup when the project spans shards (src/ingest/root-partitions.ts).
