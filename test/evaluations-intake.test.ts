@@ -5,15 +5,14 @@
  * so. A write to a run with scorers now stores intake markers with its records; the consumer
  * deletes a marker once its message is handled, and the cron sends again those past due.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
 import { sweepDueResults } from "../src/evaluations/due-results";
-import worker from "../src/index";
 import { hexToUuid } from "../src/otlp/otel-ids";
 import { type PartitionedProject, fetchAs, projectOn } from "./support/partitioned-project";
 import { type Tenant, createTenant } from "./support/tenants";
-import { exportRequest, otlpSpan, protobufBody, randomHex } from "./support/otlp-requests";
+import { exportRequest, otlpSpan, postOtlpWith, protobufBody, randomHex } from "./support/otlp-requests";
 import { until } from "./support/until";
 
 let tenant: Tenant;
@@ -109,18 +108,10 @@ describe("records whose scoring message is lost", () => {
     const trace = randomHex(16);
     const [root, child] = [randomHex(8), randomHex(8)];
     const spans = [otlpSpan({ trace, span: root, name: "root", durationMs: 20 }), otlpSpan({ trace, span: child, parent: root, name: "child", durationMs: 5 })];
-    const ctx = createExecutionContext();
-    const answer = await worker.fetch(
-      new Request("http://trace-store.test/otel/v1/traces", {
-        method: "POST",
-        // projectOn's log stream is named "default".
-        headers: { "content-type": "application/x-protobuf", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
-        body: protobufBody(exportRequest(spans)),
-      }),
-      { ...env, EVALUATION_QUEUE: lostQueue } as unknown as Env,
-      ctx,
-    );
-    await waitOnExecutionContext(ctx);
+    const answer = await postOtlpWith({ ...env, EVALUATION_QUEUE: lostQueue } as unknown as Env, protobufBody(exportRequest(spans)), {
+      // projectOn's log stream is named "default".
+      headers: { "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
+    });
     expect(answer.status, await answer.text()).toBe(200);
     // The scorer scores traces and llm spans: of this export, the trace.
     const ids = [hexToUuid(trace)];

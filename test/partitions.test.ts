@@ -4,10 +4,9 @@
  * new partition, the 507 when no shard can take one, routing caches, root counts kept on the
  * shards, children that follow their root, and usage's `partitions`.
  */
-import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { env } from "cloudflare:test";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
-import worker from "../src/index";
 import { PARTITIONS_TTL_MS, clearPartitionCache, readPartitions } from "../src/partitions/partition-catalog";
 import { rollPartition } from "../src/partitions/roll-partition";
 import { rollStatements } from "../src/partitions/partition-requests";
@@ -15,7 +14,7 @@ import { runStatements } from "../src/admin/provisioning";
 import { clearProjectRoutes } from "../src/shards/project-routing";
 import { forgetShardSizes } from "../src/shards/shard-sizes";
 import { type Tenant, createTenant } from "./support/tenants";
-import { exportRequest, jsonBody, otlpSpan, randomHex } from "./support/otlp-requests";
+import { exportRequest, jsonBody, otlpSpan, postOtlpWith, randomHex } from "./support/otlp-requests";
 import { fetchAs } from "./support/partitioned-project";
 import { spanUuid } from "../src/otlp/otel-ids";
 
@@ -77,17 +76,10 @@ async function seqOf(p: Project, id: string): Promise<{ shard: string; seq: numb
 
 /** An OTLP/JSON export of these spans to the project's "default" log stream, which must answer 200. */
 async function exportTo(p: Project, spans: ReturnType<typeof otlpSpan>[]): Promise<void> {
-  const ctx = createExecutionContext();
-  const response = await worker.fetch(
-    new Request("http://trace-store.test/otel/v1/traces", {
-      method: "POST",
-      headers: { "content-type": "application/json", "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
-      body: jsonBody(exportRequest(spans)),
-    }),
-    env as unknown as Env,
-    ctx,
-  );
-  await waitOnExecutionContext(ctx);
+  const response = await postOtlpWith(env as unknown as Env, jsonBody(exportRequest(spans)), {
+    contentType: "application/json",
+    headers: { "Service-API-Key": tenant.apiKey, project: p.projectId, logstream: "default" },
+  });
   expect(response.status, await response.clone().text()).toBe(200);
 }
 

@@ -3,7 +3,9 @@
  * decodes with: spans from a few fields, and bodies in both encodings (OTLP/JSON with hex ids).
  */
 import { create, toBinary, toJson } from "@bufbuild/protobuf";
-import { SELF } from "cloudflare:test";
+import { SELF, createExecutionContext, waitOnExecutionContext } from "cloudflare:test";
+import type { Env } from "../../src/env";
+import worker from "../../src/index";
 import type { KeyValue } from "../../src/otlp/generated/opentelemetry/proto/common/v1/common_pb";
 import {
   type ExportTraceServiceRequest,
@@ -96,6 +98,20 @@ export interface PostOptions {
 export function postOtlp(body: BodyInit, options: PostOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { "content-type": options.contentType ?? "application/x-protobuf", ...options.headers };
   return SELF.fetch(`http://trace-store.test${options.path ?? "/otel/v1/traces"}`, { method: "POST", headers, body });
+}
+
+/**
+ * POSTs a body to the OTLP route through the worker's entry point with these bindings (postOtlp
+ * runs the test environment's own; a test that replaces one, such as a queue that loses its
+ * messages, or that reads back what was written, calls this), and waits for the work the answer
+ * left behind (its waitUntil).
+ */
+export async function postOtlpWith(bindings: Env, body: BodyInit, options: PostOptions = {}): Promise<Response> {
+  const headers: Record<string, string> = { "content-type": options.contentType ?? "application/x-protobuf", ...options.headers };
+  const ctx = createExecutionContext();
+  const response = await worker.fetch(new Request(`http://trace-store.test${options.path ?? "/otel/v1/traces"}`, { method: "POST", headers, body }), bindings, ctx);
+  await waitOnExecutionContext(ctx);
+  return response;
 }
 
 export async function gzip(bytes: Uint8Array | string): Promise<Uint8Array> {
