@@ -32,6 +32,13 @@ function migrationNames(migrationsDir: string): string[] {
     .sort((a, b) => (number(a) < number(b) ? -1 : number(a) > number(b) ? 1 : 0));
 }
 
+/** The migrations of `migrationsDir` a local database has not applied (none yet without wrangler's table), in wrangler's order. */
+async function missingMigrations(db: D1Database, migrationsDir: string): Promise<string[]> {
+  const table = await db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").bind(MIGRATIONS_TABLE).first();
+  const applied = new Set(table ? (await db.prepare(`SELECT name FROM ${MIGRATIONS_TABLE}`).all<{ name: string }>()).results.map((r) => r.name) : []);
+  return migrationNames(migrationsDir).filter((name) => !applied.has(name));
+}
+
 /** wrangler's table, in wrangler's words (its initMigrationsTable). */
 const CREATE_MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE}(
 		id         INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -57,8 +64,7 @@ export async function applyLocalMigrations(persistTo?: string): Promise<Record<s
     for (const database of d1Databases()) {
       const db = await localD1(database.binding, persistTo);
       await db.prepare(CREATE_MIGRATIONS_TABLE).run();
-      const done = new Set((await db.prepare(`SELECT name FROM ${MIGRATIONS_TABLE}`).all<{ name: string }>()).results.map((r) => r.name));
-      for (const name of migrationNames(database.migrationsDir).filter((n) => !done.has(n))) {
+      for (const name of await missingMigrations(db, database.migrationsDir)) {
         split ??= await splitSqlQuery();
         // wrangler appends the row to the migration's text and runs the whole as one batch: a
         // migration that fails leaves neither its changes nor its row.
@@ -89,10 +95,7 @@ export async function pendingLocalMigrations(persistTo?: string): Promise<Record
   const pending: Record<string, string[]> = {};
   try {
     for (const database of databases) {
-      const db = await localD1(database.binding, persistTo);
-      const table = await db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").bind(MIGRATIONS_TABLE).first();
-      const applied = new Set(table ? (await db.prepare(`SELECT name FROM ${MIGRATIONS_TABLE}`).all<{ name: string }>()).results.map((r) => r.name) : []);
-      const missing = migrationNames(database.migrationsDir).filter((name) => !applied.has(name));
+      const missing = await missingMigrations(await localD1(database.binding, persistTo), database.migrationsDir);
       if (missing.length > 0) pending[database.binding] = missing;
     }
   } finally {
